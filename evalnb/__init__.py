@@ -1,0 +1,42 @@
+"""evalnb: test AI workflows whose answers change from run to run.
+
+Run cases x variants x repeated samples against a model, keep every sample in
+Parquet, and analyse the result honestly in a notebook.
+
+>>> import evalnb
+>>> result = evalnb.run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
+"""
+
+from __future__ import annotations
+
+from evalnb._exceptions import CasesError, EvalnbError, StoreError, TargetError
+from evalnb._types import Case, CheckResult, Completion, Request, Sample, ToolCall, Variant
+from evalnb.cases import load_cases
+from evalnb.checks import FunctionCheck, Unscored
+from evalnb.experiment import load_experiment
+from evalnb.runner import RunResult, arun, run
+from evalnb.targets import Command, Function, OpenAIChat
+
+__all__ = [
+    "Case",
+    "CasesError",
+    "CheckResult",
+    "Command",
+    "Completion",
+    "EvalnbError",
+    "Function",
+    "FunctionCheck",
+    "OpenAIChat",
+    "Request",
+    "RunResult",
+    "Sample",
+    "StoreError",
+    "TargetError",
+    "ToolCall",
+    "Unscored",
+    "Variant",
+    "arun",
+    "load_cases",
+    "load_experiment",
+    "run",
+]

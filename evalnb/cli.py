@@ -1,0 +1,220 @@
+"""The ``evalnb`` command line.
+
+Exit codes: 0 the command did its job (for ``run``: the experiment ran and was written,
+whatever the model did); 1 a gate failed; 2 bad input or usage; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evalnb._exceptions import EvalnbError
+from evalnb._types import Variant
+from evalnb.experiment import load_experiment, parse_value, parse_variant
+from evalnb.runner import run
+from evalnb.targets import Command, OpenAIChat
+
+__all__ = ["main"]
+
+REPO = Path(__file__).resolve().parent.parent
+SHOP_CASES = REPO / "data" / "cases" / "shop.jsonl"
+
+
+class _UsageError(EvalnbError):
+    pass
+
+
+def _target(spec: dict[str, Any], stack: contextlib.ExitStack) -> Any:
+    kinds = [k for k in ("standin", "base_url", "command") if spec.get(k)]
+    if len(kinds) != 1:
+        raise _UsageError(
+            "choose exactly one target: --standin, --base-url URL or --command 'ARGV'; "
+            f"got {', '.join(kinds) or 'none'}"
+        )
+    if spec.get("command"):
+        argv = spec["command"]
+        argv = shlex.split(argv) if isinstance(argv, str) else list(argv)
+        return Command(argv, **({"timeout": spec["timeout"]} if spec.get("timeout") else {}))
+    base_url = spec.get("base_url")
+    if spec.get("standin"):
+        from evalnb.standin import StandIn
+
+        base_url = stack.enter_context(StandIn()).base_url
+    options = {k: spec[k] for k in ("timeout", "max_retries") if spec.get(k) is not None}
+    return OpenAIChat(
+        base_url,
+        spec.get("model"),
+        api_key_env=spec.get("api_key_env"),
+        params=spec.get("params") or {},
+        **options,
+    )
+
+
+def _params(items: Sequence[str]) -> dict[str, Any]:
+    params = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise _UsageError(f"--param must be KEY=VALUE; got {item!r}")
+        params[key] = parse_value(value)
+    return params
+
+
+def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    experiment = load_experiment(args.experiment) if args.experiment else None
+    cases = args.cases or (experiment.cases if experiment else None)
+    if cases is None:
+        raise _UsageError("no cases: give a cases file, or an experiment file with 'cases'")
+    settings = dict(experiment.settings) if experiment else {}
+    spec = dict(experiment.target) if experiment else {}
+    flags = {
+        "standin": args.standin or None,
+        "base_url": args.base_url,
+        "command": args.command,
+        "model": args.model,
+        "api_key_env": args.api_key_env,
+        "timeout": args.request_timeout,
+    }
+    if any(flags[k] for k in ("standin", "base_url", "command")):
+        for key in ("standin", "base_url", "command"):
+            spec.pop(key, None)
+    spec.update({k: v for k, v in flags.items() if v is not None})
+    if args.param:
+        spec["params"] = {**spec.get("params", {}), **_params(args.param)}
+    variants = [parse_variant(v) for v in args.variant] or (
+        experiment.variants if experiment and experiment.variants else None
+    )
+    for key in ("repeats", "concurrency", "order", "seed"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    with contextlib.ExitStack() as stack:
+        target = _target(spec, stack)
+        try:
+            result = run(
+                cases,
+                target,
+                variants=variants,
+                out=args.out,
+                resume=args.resume,
+                progress=not args.no_progress,
+                command=["evalnb", *argv],
+                on_start=lambda path: print(f"writing {path}", file=sys.stderr),
+                **settings,
+            )
+        except KeyboardInterrupt:
+            again = shlex.join(["evalnb", *argv, *([] if args.resume else ["--resume"])])
+            print(
+                f"\ninterrupted; what finished is saved. Resume with:\n  {again}", file=sys.stderr
+            )
+            return 130
+    print(result.summary())
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb.analysis import load, rates
+    from evalnb.standin import StandIn
+
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = Path(args.out) if args.out else Path("runs") / f"demo-{stamp}"
+    variants = [Variant("v1"), Variant("v2", params={"model": "shop-v2"})]
+    with StandIn(seed=args.seed) as server:
+        target = OpenAIChat(server.base_url, "shop-v1")
+        result = run(
+            args.cases,
+            target,
+            variants=variants,
+            repeats=args.repeats,
+            out=out,
+            concurrency=16,
+            progress=not args.no_progress,
+            command=["evalnb", *argv],
+        )
+    print(result.summary())
+    table = rates(load(out), by=["variant", "case_id"], check="all")
+    print("\nAll checks passed, per variant and case (Wilson 95% interval):")
+    for row in table.itertuples():
+        print(
+            f"  {row.variant:<4} {row.case_id:<16} {row.k:>3}/{row.n:<3}"
+            f"  {row.estimate:6.1%}  ({row.low:6.1%} - {row.high:6.1%})"
+        )
+    print(
+        f"\nThe run is in {out}/ (Parquet + manifest.json). Next, in a notebook:\n"
+        f"  import evalnb\n  run = evalnb.load({str(out)!r})\n"
+        '  evalnb.compare(run, a="v1", b="v2")'
+    )
+    return 0
+
+
+def _cmd_standin(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb import standin
+
+    return standin.main(argv[1:])
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="evalnb", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run cases x variants x repeats against a target")
+    p.add_argument("cases", nargs="?", help="cases file (.jsonl or .json)")
+    p.add_argument("--experiment", help="experiment file (TOML); flags override it")
+    p.add_argument("--standin", action="store_true", help="target: the embedded stand-in model")
+    p.add_argument(
+        "--base-url", help="target: OpenAI-compatible URL, e.g. http://127.0.0.1:8080/v1"
+    )
+    p.add_argument("--command", help="target: harness command, e.g. 'python app.py {request}'")
+    p.add_argument("--model", help="model name sent in every request")
+    p.add_argument("--api-key-env", help="name of the environment variable holding the API key")
+    p.add_argument("--param", action="append", default=[], help="request param KEY=VALUE")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="NAME, NAME=@PREFIX_FILE, NAME=PREFIX or NAME:key=value,... (repeatable)",
+    )
+    p.add_argument("--repeats", type=int, help="samples per case and variant (default 1)")
+    p.add_argument("--concurrency", type=int, help="samples in flight at once (default 8)")
+    p.add_argument("--order", choices=["alternate", "shuffle"], help="execution order scheme")
+    p.add_argument("--seed", type=int, help="seed of the shuffled order")
+    p.add_argument("--request-timeout", type=float, help="per-request / per-process timeout (s)")
+    p.add_argument("--out", help="run directory to create (default runs/run-<time>-<hex>)")
+    p.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    p = sub.add_parser("demo", help="the shop comparison (v1 vs v2) on the stand-in")
+    p.add_argument("--cases", default=str(SHOP_CASES), help="cases file (default: shop cases)")
+    p.add_argument("--repeats", type=int, default=25)
+    p.add_argument("--seed", type=int, default=0, help="stand-in seed")
+    p.add_argument("--out", help="run directory (default runs/demo-<time>)")
+    p.add_argument("--no-progress", action="store_true")
+
+    sub.add_parser("standin", help="serve the stand-in model on 127.0.0.1", add_help=False)
+    return parser
+
+
+_COMMANDS = {"run": _cmd_run, "demo": _cmd_demo, "standin": _cmd_standin}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    if argv[:1] == ["standin"]:
+        return _cmd_standin(argparse.Namespace(), argv)
+    args = parser.parse_args(argv)
+    try:
+        return _COMMANDS[args.command_name](args, argv)
+    except (EvalnbError, ValueError) as exc:
+        print(f"evalnb {args.command_name}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

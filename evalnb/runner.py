@@ -1,0 +1,484 @@
+"""Cases x variants x repeats -> samples, with bounded concurrency, written as it goes.
+
+The runner never imports the analysis. Its job ends when every planned sample is
+written: whatever the model did, a finished run is a success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from evalnb import store
+from evalnb._exceptions import StoreError, TargetError
+from evalnb._types import Case, Completion, Request, Sample, Variant
+from evalnb.cases import file_sha256, load_cases
+from evalnb.checks import build_checks, run_checks
+
+__all__ = ["RunResult", "arun", "plan", "run"]
+
+ORDERS = ("alternate", "shuffle")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("evalnb")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def _git_revision() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def plan(
+    cases: Sequence[Case],
+    variants: Sequence[Variant],
+    repeats: int,
+    order: str = "alternate",
+    seed: int = 0,
+) -> list[tuple[Case, Variant, int]]:
+    """The execution order: for each (case, repeat) every variant runs.
+
+    ``alternate`` rotates which variant goes first with the case and repeat index;
+    ``shuffle`` shuffles the (case, repeat) blocks and the variants inside each block
+    with ``random.Random(seed)``.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"'order' must be one of {ORDERS}; got {order!r}")
+    blocks = [(i, r) for r in range(repeats) for i in range(len(cases))]
+    rng = random.Random(seed)
+    if order == "shuffle":
+        rng.shuffle(blocks)
+    planned = []
+    for i, r in blocks:
+        if order == "alternate":
+            shift = (i + r) % len(variants)
+            block = [*variants[shift:], *variants[:shift]]
+        else:
+            block = rng.sample(list(variants), len(variants))
+        planned.extend((cases[i], v, r) for v in block)
+    return planned
+
+
+@dataclass
+class RunResult:
+    """Where a run was written and how its samples ended (per variant)."""
+
+    path: Path
+    run_id: str
+    status: str
+    counts: dict[str, Counter[str]] = field(default_factory=dict)
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """A one-screen text summary: per variant completed/total and median latency."""
+        lines = [f"run {self.run_id} ({self.status}): {self.path}"]
+        width = max((len(v) for v in self.counts), default=7)
+        for variant, counts in self.counts.items():
+            total = sum(counts.values())
+            incomplete = ", ".join(
+                f"{status} {n}" for status, n in sorted(counts.items()) if status != "completed"
+            )
+            lat = self.latencies.get(variant) or [0.0]
+            lines.append(
+                f"  {variant:<{width}}  completed {counts['completed']}/{total}"
+                f"  median latency {statistics.median_low(lat):,.0f} ms"
+                + (f"  incomplete: {incomplete}" if incomplete else "")
+            )
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = "".join(
+            f"<tr><td>{html.escape(v)}</td><td>{c['completed']}/{sum(c.values())}</td>"
+            f"<td>{statistics.median_low(self.latencies.get(v) or [0.0]):,.0f} ms</td></tr>"
+            for v, c in self.counts.items()
+        )
+        return (
+            f"<p>run <code>{html.escape(self.run_id)}</code> ({html.escape(self.status)}) at "
+            f"<code>{html.escape(str(self.path))}</code></p><table><tr><th>variant</th>"
+            f"<th>completed</th><th>median latency</th></tr>{rows}</table>"
+        )
+
+
+def _variants(variants: Iterable[Variant | str] | None) -> list[Variant]:
+    if variants is None:
+        return [Variant("baseline")]
+    out = [Variant(v) if isinstance(v, str) else v for v in variants]
+    if not out:
+        raise ValueError("'variants' must name at least one variant; got an empty list")
+    names = [v.name for v in out]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"'variants' must have unique names; got {duplicates!r} more than once")
+    for v in out:
+        if not isinstance(v, Variant):
+            raise TypeError(f"'variants' must hold Variant objects or names; got {v!r}")
+    return out
+
+
+def _json(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class _Execution:
+    """One pass over the pending plan: workers, buffer, flushes and progress."""
+
+    def __init__(self, target, writer, run_id, extra_checks, timeout, flush_every, flush_seconds):
+        self.target = target
+        self.writer = writer
+        self.run_id = run_id
+        self.extra_checks = extra_checks
+        self.timeout = timeout
+        self.flush_every = flush_every
+        self.flush_seconds = flush_seconds
+        self.samples: list[Sample] = []
+        self.results: list[tuple[Sample, Any]] = []
+        self.last_flush = time.monotonic()
+        self.counts: dict[str, Counter[str]] = {}
+        self.latencies: dict[str, list[float]] = {}
+        self.incomplete = 0
+
+    async def attempt(self, case: Case, variant: Variant, repeat: int, order: int) -> Sample:
+        messages = variant.messages_for(case)
+        request = Request(case, variant, repeat, messages, variant.params)
+        started = _now()
+        clock = time.perf_counter()
+        completion: Completion | None = None
+        error: str | None = None
+        try:
+            if self.timeout is None:
+                completion = await self.target.complete(request)
+            else:
+                async with asyncio.timeout(self.timeout):
+                    completion = await self.target.complete(request)
+        except TargetError as exc:
+            status, error, completion = exc.status, str(exc), exc.partial
+        except TimeoutError:
+            status, error = "timeout", f"no completion within {self.timeout:g} s"
+        except Exception as exc:  # one sample's failure never stops the run
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+        else:
+            if completion.text.strip() or completion.tool_calls:
+                status = "completed"
+            elif completion.finish_reason == "length":
+                status, error = "budget", "no answer before the token limit (finish_reason=length)"
+            else:
+                status, error = "empty", "the target returned an empty answer"
+        latency = (time.perf_counter() - clock) * 1000
+        c = completion or Completion(text="")
+        sent = (
+            c.request
+            if c.request is not None
+            else {"messages": messages, "params": dict(variant.params)}
+        )
+        return Sample(
+            run_id=self.run_id,
+            case_id=case.id,
+            variant=variant.name,
+            repeat=repeat,
+            order=order,
+            started_at=started,
+            latency_ms=latency,
+            status=status,
+            error=error,
+            answer=c.text
+            if (completion is not None and (c.text or status == "completed"))
+            else None,
+            prompt=request.prompt,
+            request=_json(sent),
+            response=_json(c.response),
+            model=c.model,
+            finish_reason=c.finish_reason,
+            tool_calls=c.tool_calls,
+            retries=c.retries,
+            prompt_tokens=c.prompt_tokens,
+            completion_tokens=c.completion_tokens,
+            total_tokens=c.total_tokens,
+            exit_code=c.exit_code,
+            stdout=c.stdout,
+            stderr=c.stderr,
+            stdout_truncated=c.stdout_truncated,
+            stderr_truncated=c.stderr_truncated,
+            trace=c.trace,
+            trace_truncated=c.trace_truncated,
+        )
+
+    def record(self, case: Case, sample: Sample) -> None:
+        for result in run_checks((*case.checks, *self.extra_checks), sample):
+            self.results.append((sample, result))
+        self.samples.append(sample)
+        self.counts.setdefault(sample.variant, Counter())[sample.status] += 1
+        self.latencies.setdefault(sample.variant, []).append(sample.latency_ms)
+        if not sample.completed:
+            self.incomplete += 1
+        if (
+            len(self.samples) >= self.flush_every
+            or time.monotonic() - self.last_flush >= self.flush_seconds
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        self.writer.write(self.samples, self.results)
+        self.samples, self.results = [], []
+        self.last_flush = time.monotonic()
+
+    async def execute(self, pending, concurrency: int, bar) -> None:
+        queue = iter(pending)
+
+        async def worker() -> None:
+            shown = 0
+            for order, (case, variant, repeat) in queue:
+                sample = await self.attempt(case, variant, repeat, order)
+                self.record(case, sample)
+                bar.update(1)
+                if self.incomplete != shown:
+                    shown = self.incomplete
+                    bar.set_postfix(incomplete=shown, refresh=False)
+
+        workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+
+def _check_resume(manifest: dict[str, Any], cases, variants, repeats, order, seed, path) -> None:
+    expected = {
+        "cases": [c.to_dict() for c in cases],
+        "variants": [v.to_dict() for v in variants],
+        "repeats": repeats,
+        "order.scheme": order,
+        "order.seed": seed,
+    }
+    found = {
+        "cases": manifest.get("cases"),
+        "variants": manifest.get("variants"),
+        "repeats": manifest.get("repeats"),
+        "order.scheme": manifest.get("order", {}).get("scheme"),
+        "order.seed": manifest.get("order", {}).get("seed"),
+    }
+    for key, value in expected.items():
+        if json.loads(json.dumps(value, default=str)) != found[key]:
+            raise StoreError(
+                f"{path}/manifest.json: '{key}' differs from this resume's; "
+                "resume with exactly the cases, variants, repeats and order of the original run"
+            )
+
+
+async def arun(
+    cases: Sequence[Case] | str | os.PathLike[str],
+    target: Any,
+    *,
+    variants: Iterable[Variant | str] | None = None,
+    repeats: int = 1,
+    out: str | os.PathLike[str] | None = None,
+    concurrency: int = 8,
+    resume: bool = False,
+    order: str = "alternate",
+    seed: int = 0,
+    checks: Iterable[Any] = (),
+    timeout: float | None = None,
+    progress: bool = True,
+    flush_every: int = 500,
+    flush_seconds: float = 5.0,
+    command: Sequence[str] | None = None,
+    on_start: Callable[[Path], None] | None = None,
+) -> RunResult:
+    """Async form of :func:`run` (same arguments)."""
+    cases_file = None
+    if isinstance(cases, str | os.PathLike):
+        cases_file = {"path": str(cases), "sha256": file_sha256(cases)}
+        cases = load_cases(cases)
+    cases = list(cases)
+    if not cases:
+        raise ValueError("'cases' must hold at least one case; got none")
+    ids = [c.id for c in cases]
+    if len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise ValueError(f"'cases' must have unique ids; got {repeated!r} more than once")
+    variants = _variants(variants)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"'repeats' must be a whole number >= 1; got {repeats!r}")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"'concurrency' must be a whole number >= 1; got {concurrency!r}")
+    if not callable(getattr(target, "complete", None)):
+        raise TypeError(f"'target' must have an async complete(request) method; got {target!r}")
+    extra_checks = build_checks(checks)
+    planned = plan(cases, variants, repeats, order, seed)
+    started = _now()
+
+    if out is None:
+        out = Path("runs") / f"run-{started:%Y%m%dT%H%M%SZ}-{os.urandom(2).hex()}"
+    path = Path(out)
+    if resume:
+        manifest = store.read_manifest(path)
+        _check_resume(manifest, cases, variants, repeats, order, seed, path)
+        store.remove_orphan_parts(path)
+        done = store.sample_keys(path)
+        run_id = manifest["run_id"]
+        manifest.setdefault("resumes", []).append(
+            {"started_at": started.isoformat(), "command": list(command) if command else None}
+        )
+    else:
+        store.create_run_dir(path)
+        done = set()
+        run_id = path.name
+        manifest = {
+            "schema_version": store.SCHEMA_VERSION,
+            "run_id": run_id,
+            "status": "running",
+            "started_at": started.isoformat(),
+            "ended_at": None,
+            "evalnb_version": _version(),
+            "python": sys.version.split()[0],
+            "platform": {
+                "system": platform.system(),
+                "release": platform.release(),
+                "machine": platform.machine(),
+                "implementation": platform.python_implementation(),
+            },
+            "command": list(command) if command else None,
+            "cwd": os.getcwd(),
+            "git_revision": _git_revision(),
+            "cases_file": cases_file,
+            "cases": [c.to_dict() for c in cases],
+            "extra_checks": [c.spec for c in extra_checks],
+            "variants": [v.to_dict() for v in variants],
+            "repeats": repeats,
+            "concurrency": concurrency,
+            "order": {
+                "scheme": order,
+                "seed": seed,
+                "planned": [[c.id, v.name, r] for c, v, r in planned],
+            },
+            "target": None,
+        }
+    if on_start is not None:
+        on_start(path)
+
+    async with contextlib.AsyncExitStack() as stack:
+        if hasattr(target, "__aenter__"):
+            await stack.enter_async_context(target)
+        if not resume:
+            describe = getattr(target, "describe", None)
+            manifest["target"] = await describe() if describe else {"type": type(target).__name__}
+        manifest["status"] = "running"
+        store.write_json_atomic(path / "manifest.json", manifest)
+
+        pending = [
+            (i, entry)
+            for i, entry in enumerate(planned)
+            if (entry[0].id, entry[1].name, entry[2]) not in done
+        ]
+        execution = _Execution(
+            target, store.RunWriter(path), run_id, extra_checks, timeout, flush_every, flush_seconds
+        )
+        bar = tqdm(
+            total=len(planned),
+            initial=len(planned) - len(pending),
+            desc=run_id,
+            unit="sample",
+            disable=not progress,
+            mininterval=0.2,
+        )
+        try:
+            await execution.execute(pending, concurrency, bar)
+        except BaseException:
+            execution.flush()
+            manifest.update(status="interrupted", ended_at=_now().isoformat())
+            store.write_json_atomic(path / "manifest.json", manifest)
+            raise
+        finally:
+            bar.close()
+        execution.flush()
+        manifest.update(status="complete", ended_at=_now().isoformat())
+        store.write_json_atomic(path / "manifest.json", manifest)
+    return RunResult(path, run_id, "complete", execution.counts, execution.latencies)
+
+
+def run(cases: Sequence[Case] | str | os.PathLike[str], target: Any, **kwargs: Any) -> RunResult:
+    """Run every case for every variant ``repeats`` times against ``target``.
+
+    Writes a run directory (``out``, default ``runs/run-<time>-<hex>``) and returns a
+    :class:`RunResult`. One sample's failure becomes an incomplete sample; Ctrl-C
+    flushes what is done, marks the manifest ``interrupted`` and raises
+    ``KeyboardInterrupt``; ``resume=True`` runs only the missing keys. Works in a
+    notebook too (the run gets its own event loop on a worker thread).
+
+    >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(arun(cases, target, **kwargs))
+    return _run_in_thread(arun(cases, target, **kwargs))
+
+
+def _run_in_thread(coroutine: Any) -> RunResult:
+    """Run on a private loop in a thread, so a caller's running loop (Jupyter) is untouched."""
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+
+    def main() -> None:
+        loop = asyncio.new_event_loop()
+        box["loop"] = loop
+        box["task"] = loop.create_task(coroutine)
+        ready.set()
+        try:
+            box["result"] = loop.run_until_complete(box["task"])
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=main, name="evalnb-run", daemon=True)
+    thread.start()
+    ready.wait()
+    try:
+        while thread.is_alive():
+            thread.join(0.1)
+    except KeyboardInterrupt:
+        box["loop"].call_soon_threadsafe(box["task"].cancel)
+        thread.join()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]

@@ -1,0 +1,242 @@
+"""An OpenAI-compatible chat endpoint over httpx."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from evalnb._exceptions import TargetError
+from evalnb._types import Completion, Request, ToolCall
+
+__all__ = ["OpenAIChat"]
+
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_MAX_RETRY_AFTER = 60.0
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Seconds the server asked us to wait (``Retry-After`` as seconds or HTTP date)."""
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+        message = body.get("error", {}).get("message") if isinstance(body, dict) else None
+    except (json.JSONDecodeError, AttributeError):
+        message = None
+    return (
+        f"HTTP {response.status_code}: {message or response.text[:200] or response.reason_phrase}"
+    )
+
+
+class OpenAIChat:
+    """POST ``{base_url}/chat/completions`` for every sample.
+
+    ``base_url`` includes the API version (``http://127.0.0.1:8000/v1``). The API key is
+    read from the environment variable named by ``api_key_env`` at request time and is
+    never written anywhere. ``params`` (temperature, max_tokens, seed, tools,
+    response_format, ...) go into every request body; a variant's params override them.
+
+    Transient failures (connection errors, timeouts, dropped connections, 429 and 5xx)
+    are retried up to ``max_retries`` times with exponential backoff and jitter; a 429's
+    ``Retry-After`` is honoured. The retry count is recorded on the sample.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key_env: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 20.0,
+        client: httpx.AsyncClient | None = None,
+    ):
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"'base_url' must be an http(s) URL; got {base_url!r}")
+        if api_key_env is not None and api_key_env not in os.environ:
+            raise ValueError(
+                f"'api_key_env' names {api_key_env!r}, but that environment variable is not set"
+            )
+        if timeout <= 0:
+            raise ValueError(f"'timeout' must be > 0 seconds; got {timeout!r}")
+        if max_retries < 0:
+            raise ValueError(f"'max_retries' must be >= 0; got {max_retries!r}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key_env = api_key_env
+        self.params = dict(params or {})
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._client = client
+        self._owns_client = client is None
+
+    async def __aenter__(self) -> OpenAIChat:
+        self._ensure_client()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the client this target created (a client passed in is left open)."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _ensure_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, pool=None),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=512),
+            )
+        return self._client
+
+    def _headers(self) -> dict[str, str]:
+        if self.api_key_env is None:
+            return {}
+        return {"Authorization": f"Bearer {os.environ.get(self.api_key_env, '')}"}
+
+    def _redact(self, text: str) -> str:
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return text.replace(key, "[redacted]") if key else text
+
+    def _body(self, request: Request) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if self.model is not None:
+            body["model"] = self.model
+        body["messages"] = [dict(m) for m in request.messages]
+        body.update(self.params)
+        body.update(request.params)
+        return body
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        if response is not None and response.status_code == 429:
+            asked = _retry_after(response)
+            if asked is not None:
+                return asked
+        ceiling = min(self.max_backoff, self.backoff * 2**attempt)
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+    async def complete(self, request: Request) -> Completion:
+        client = self._ensure_client()
+        body = self._body(request)
+        url = f"{self.base_url}/chat/completions"
+        retries = 0
+        while True:
+            response: httpx.Response | None = None
+            failure: str
+            status = "error"
+            try:
+                response = await client.post(url, json=body, headers=self._headers())
+            except httpx.TimeoutException as exc:
+                failure, status = (
+                    f"timed out after {self.timeout:g} s ({type(exc).__name__})",
+                    "timeout",
+                )
+            except httpx.TransportError as exc:
+                failure = f"{type(exc).__name__}: {exc or 'connection failed'}"
+            else:
+                if response.status_code == 200:
+                    return self._parse(response, body, retries)
+                failure = _error_text(response)
+                if response.status_code not in _RETRY_STATUS:
+                    break
+            if retries >= self.max_retries:
+                break
+            await asyncio.sleep(self._delay(retries, response))
+            retries += 1
+        partial = Completion(
+            text="",
+            request=body,
+            response=None if response is None else self._redact(response.text),
+            retries=retries,
+        )
+        if retries:
+            failure = f"{failure} (after {retries} retries)"
+        raise TargetError(self._redact(failure), status=status, partial=partial)
+
+    def _parse(self, response: httpx.Response, body: dict[str, Any], retries: int) -> Completion:
+        raw = self._redact(response.text)
+        try:
+            data = json.loads(raw)
+            choice = data["choices"][0]
+            message = choice["message"]
+            content = message.get("content") or ""
+            calls = tuple(
+                ToolCall(
+                    id=call.get("id"),
+                    name=call["function"]["name"],
+                    arguments=call["function"].get("arguments") or "",
+                )
+                for call in message.get("tool_calls") or ()
+            )
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            partial = Completion(text="", request=body, response=raw, retries=retries)
+            raise TargetError(
+                f"response is not an OpenAI chat completion ({type(exc).__name__}: {exc})",
+                status="malformed",
+                partial=partial,
+            ) from None
+        usage = data.get("usage") or {}
+        return Completion(
+            text=content,
+            model=data.get("model"),
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            total_tokens=usage.get("total_tokens"),
+            tool_calls=calls,
+            request=body,
+            response=data,
+            retries=retries,
+        )
+
+    async def describe(self) -> dict[str, Any]:
+        """Target settings and what the server says about itself (``/models``)."""
+        info: dict[str, Any] = {
+            "type": "openai",
+            "base_url": self.base_url,
+            "model": self.model,
+            "params": self.params,
+            "api_key_env": self.api_key_env,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+        }
+        try:
+            response = await self._ensure_client().get(
+                f"{self.base_url}/models", headers=self._headers()
+            )
+            info["server"] = {
+                "status": response.status_code,
+                "server_header": response.headers.get("server"),
+                "models": response.json() if response.status_code == 200 else None,
+            }
+        except (httpx.HTTPError, json.JSONDecodeError) as exc:
+            info["server"] = {"error": self._redact(f"{type(exc).__name__}: {exc}")}
+        return info
