@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint format bench clean
+.PHONY: setup demo test lint format bench schema-doc clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ format: setup
 
 bench: setup
 	$(BIN)/python benchmarks/runner.py
+
+schema-doc: setup
+	$(BIN)/python -c 'from evalnb.store import schema_markdown as s; print(s(), end="")' > docs/schema.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

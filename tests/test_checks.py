@@ -1,0 +1,99 @@
+import datetime as dt
+
+import pytest
+
+from evalnb import Case, Unscored
+from evalnb._types import Sample
+from evalnb.checks import build_check, run_checks
+
+
+def sample(answer="", status="completed"):
+    return Sample(
+        run_id="r",
+        case_id="c",
+        variant="v",
+        repeat=0,
+        order=0,
+        started_at=dt.datetime.now(dt.UTC),
+        latency_ms=1.0,
+        status=status,
+        error=None if status == "completed" else "boom",
+        answer=answer,
+        prompt="p",
+        request=None,
+        response=None,
+    )
+
+
+def outcome(spec, answer):
+    (result,) = run_checks([build_check(spec)], sample(answer))
+    return result.outcome, result.detail
+
+
+def test_contains_is_case_insensitive_by_default():
+    assert outcome({"type": "contains", "text": "A-1042"}, "order a-1042 ships") == (True, "")
+    assert outcome({"type": "contains", "text": "A-1042", "ignore_case": False}, "a-1042") == (
+        False,
+        "does not mention 'A-1042'",
+    )
+
+
+def test_contains_any_avoids_word_count_regex():
+    spec = {"type": "contains_any", "options": ["review", "look into"]}
+    assert outcome(spec, "We will look into it")[0] is True
+    assert outcome(spec, "Refund sent") == (False, "mentions none of 'review', 'look into'")
+    spec = {"type": "avoids", "phrases": ["has been issued", "SAVE100"]}
+    assert outcome(spec, "Your refund HAS BEEN ISSUED") == (False, "says 'has been issued'")
+    assert outcome(spec, "We will review it")[0] is True
+    spec = {"type": "word_count", "min": 3, "max": 5}
+    assert outcome(spec, "one two") == (False, "2 words; expected 3-5")
+    assert outcome(spec, "one two three")[0] is True
+    assert outcome({"type": "word_count", "max": 2}, "a b c") == (False, "3 words; expected <=2")
+    assert outcome({"type": "regex", "pattern": r"\bA-\d{4}\b"}, "see A-1042.")[0] is True
+    assert outcome({"type": "regex", "pattern": r"^\d+$"}, "12a") == (
+        False,
+        r"does not match /^\d+$/",
+    )
+
+
+def test_a_lexical_check_is_not_a_semantic_judge():
+    # Negation passes a term check: "does not use Go" still contains "Go".
+    assert outcome({"type": "contains", "text": "Go"}, "The project does not use Go.")[0] is True
+
+
+def test_incomplete_sample_fails_applicable_checks_and_names_its_status():
+    checks = [build_check({"type": "avoids", "phrases": ["x"]})]
+    (result,) = run_checks(checks, sample(None, status="timeout"))
+    # avoids would pass on an empty answer: an incomplete sample must not.
+    assert result.outcome is False
+    assert result.detail == "incomplete sample: timeout"
+
+
+def test_custom_callables_exceptions_and_unscored():
+    def upper(answer):
+        return answer.isupper() or "not shouting"
+
+    def crash(answer):
+        raise KeyError("gone")
+
+    def skip(answer, sample):
+        return Unscored("no terms for this case")
+
+    case = Case("c", prompt="p", checks=[upper, crash, skip])
+    results = run_checks(case.checks, sample("quiet"))
+    assert [(r.check, r.type, r.outcome, r.detail) for r in results] == [
+        ("upper", "python", False, "not shouting"),
+        ("crash", "python", False, "check raised KeyError: 'gone'"),
+        ("skip", "python", None, "no terms for this case"),
+    ]
+
+
+def test_a_check_returning_nonsense_is_reported_not_passed():
+    (result,) = run_checks([build_check(lambda answer: 42)], sample("x"))
+    assert result.outcome is False
+    assert "must return None/True, False, a problem string or Unscored; got 42" in result.detail
+
+
+def test_build_check_rejects_non_checks():
+    with pytest.raises(TypeError, match="must be a check spec"):
+        build_check(3)
