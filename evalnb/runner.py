@@ -170,8 +170,6 @@ class _Execution:
         self.samples: list[Sample] = []
         self.results: list[tuple[Sample, Any]] = []
         self.last_flush = time.monotonic()
-        self.counts: dict[str, Counter[str]] = {}
-        self.latencies: dict[str, list[float]] = {}
         self.incomplete = 0
 
     async def attempt(self, case: Case, variant: Variant, repeat: int, order: int) -> Sample:
@@ -243,8 +241,6 @@ class _Execution:
         for result in run_checks((*case.checks, *self.extra_checks), sample):
             self.results.append((sample, result))
         self.samples.append(sample)
-        self.counts.setdefault(sample.variant, Counter())[sample.status] += 1
-        self.latencies.setdefault(sample.variant, []).append(sample.latency_ms)
         if not sample.completed:
             self.incomplete += 1
         if (
@@ -431,7 +427,19 @@ async def arun(
         execution.flush()
         manifest.update(status="complete", ended_at=_now().isoformat())
         store.write_json_atomic(path / "manifest.json", manifest)
-    return RunResult(path, run_id, "complete", execution.counts, execution.latencies)
+    return _result(path, run_id, variants)
+
+
+def _result(path: Path, run_id: str, variants: Sequence[Variant]) -> RunResult:
+    """Counts over every sample of the run, earlier sessions of a resumed run included."""
+    written = store.read_table(path, "samples", ["variant", "status", "latency_ms"])
+    counts: dict[str, Counter[str]] = {v.name: Counter() for v in variants}
+    latencies: dict[str, list[float]] = {v.name: [] for v in variants}
+    columns = (written.column(c).to_pylist() for c in written.column_names)
+    for variant, status, latency in zip(*columns, strict=True):
+        counts[variant][status] += 1
+        latencies[variant].append(latency)
+    return RunResult(path, run_id, "complete", counts, latencies)
 
 
 def run(cases: Sequence[Case] | str | os.PathLike[str], target: Any, **kwargs: Any) -> RunResult:

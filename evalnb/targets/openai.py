@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import os
@@ -60,6 +61,11 @@ class OpenAIChat:
     Transient failures (connection errors, timeouts, dropped connections, 429 and 5xx)
     are retried up to ``max_retries`` times with exponential backoff and jitter; a 429's
     ``Retry-After`` is honoured. The retry count is recorded on the sample.
+
+    ``max_in_flight`` caps this target's concurrent requests below the runner's
+    concurrency: 1 for a server that answers one request at a time (llama.cpp), or a few
+    for a fast local server, where httpx spends less CPU with fewer open requests. The
+    timeout of a request starts when it is sent, never while it waits for its turn.
     """
 
     def __init__(
@@ -73,6 +79,7 @@ class OpenAIChat:
         max_retries: int = 4,
         backoff: float = 0.5,
         max_backoff: float = 20.0,
+        max_in_flight: int | None = None,
         client: httpx.AsyncClient | None = None,
     ):
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
@@ -85,6 +92,8 @@ class OpenAIChat:
             raise ValueError(f"'timeout' must be > 0 seconds; got {timeout!r}")
         if max_retries < 0:
             raise ValueError(f"'max_retries' must be >= 0; got {max_retries!r}")
+        if max_in_flight is not None and max_in_flight < 1:
+            raise ValueError(f"'max_in_flight' must be None or >= 1; got {max_in_flight!r}")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
@@ -93,8 +102,10 @@ class OpenAIChat:
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
+        self.max_in_flight = max_in_flight
         self._client = client
         self._owns_client = client is None
+        self._gate: asyncio.Semaphore | None = None
 
     async def __aenter__(self) -> OpenAIChat:
         self._ensure_client()
@@ -108,6 +119,7 @@ class OpenAIChat:
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
+        self._gate = None
 
     def _ensure_client(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -116,6 +128,14 @@ class OpenAIChat:
                 limits=httpx.Limits(max_connections=None, max_keepalive_connections=512),
             )
         return self._client
+
+    def _in_flight(self) -> Any:
+        """Bound requests in flight; waiting here is not part of the request's timeout."""
+        if self.max_in_flight is None:
+            return contextlib.nullcontext()
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(self.max_in_flight)
+        return self._gate
 
     def _headers(self) -> dict[str, str]:
         if self.api_key_env is None:
@@ -153,7 +173,8 @@ class OpenAIChat:
             failure: str
             status = "error"
             try:
-                response = await client.post(url, json=body, headers=self._headers())
+                async with self._in_flight():
+                    response = await client.post(url, json=body, headers=self._headers())
             except httpx.TimeoutException as exc:
                 failure, status = (
                     f"timed out after {self.timeout:g} s ({type(exc).__name__})",
@@ -227,6 +248,7 @@ class OpenAIChat:
             "api_key_env": self.api_key_env,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
+            "max_in_flight": self.max_in_flight,
         }
         try:
             response = await self._ensure_client().get(

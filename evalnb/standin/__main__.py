@@ -1,0 +1,10 @@
+"""``python -m evalnb.standin [--host] [--port] [--seed] [--faults JSON]``."""
+
+from __future__ import annotations
+
+import sys
+
+from evalnb.standin.launch import main
+
+if __name__ == "__main__":
+    sys.exit(main())
