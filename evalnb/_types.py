@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "STATUSES",
+    "Action",
     "Case",
     "CheckResult",
     "Completion",
@@ -52,6 +53,7 @@ class Case:
     split: str = "dev"
     tags: Sequence[str] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    expect_keys: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         from evalnb.checks import build_checks
@@ -73,6 +75,8 @@ class Case:
         set_(self, "fixtures", _frozen_mapping(self.fixtures))
         set_(self, "metadata", _frozen_mapping(self.metadata))
         set_(self, "tags", tuple(self.tags))
+        if self.expect_keys is not None:
+            set_(self, "expect_keys", tuple(self.expect_keys))
         set_(self, "checks", build_checks(self.checks))
         if self.group is None:
             set_(self, "group", self.id)
@@ -93,6 +97,8 @@ class Case:
             tags=list(self.tags),
             metadata=dict(self.metadata),
         )
+        if self.expect_keys is not None:
+            out["expect_keys"] = list(self.expect_keys)
         return out
 
 
@@ -175,6 +181,21 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Action:
+    """A tool action from a trace: requested by the model, or executed by the application.
+
+    ``error`` is whether the executed tool returned an error (``None`` for a request);
+    ``path`` is the ``path`` argument when there is one.
+    """
+
+    tool: str
+    arguments: str
+    path: str | None = None
+    error: bool | None = None
+    result: str | None = None
+
+
+@dataclass(frozen=True)
 class Completion:
     """What a target returns. Only ``text`` is required; the rest is evidence."""
 
@@ -228,6 +249,11 @@ class Sample:
     stderr_truncated: bool = False
     trace: str | None = None
     trace_truncated: bool = False
+    fingerprint: str | None = None
+    canonical: str | None = None
+    requested: tuple[Action, ...] = ()
+    executed: tuple[Action, ...] = ()
+    evidence_problem: str | None = None
 
     @property
     def completed(self) -> bool:
@@ -249,3 +275,4 @@ class CheckResult:
     type: str
     outcome: bool | None
     detail: str
+    evidence: str | None = None

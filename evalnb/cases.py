@@ -31,6 +31,7 @@ CASE_FIELDS = (
     "split",
     "tags",
     "metadata",
+    "expect_keys",
 )
 
 
@@ -115,6 +116,13 @@ def _validate_fields(item: Any) -> dict[str, Any]:
     )
     _expect(
         isinstance(item.get("metadata", {}), dict), "metadata", "an object", item.get("metadata")
+    )
+    keys = item.get("expect_keys", [])
+    _expect(
+        isinstance(keys, list) and all(isinstance(k, str) and k for k in keys),
+        "expect_keys",
+        "a list of key names",
+        keys,
     )
     return item
 

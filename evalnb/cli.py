@@ -96,11 +96,18 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             settings[key] = getattr(args, key)
     with contextlib.ExitStack() as stack:
         target = _target(spec, stack)
+        judge = None
+        if args.judge_model:
+            judge_url = args.judge_base_url or getattr(target, "base_url", None)
+            if judge_url is None:
+                raise _UsageError("--judge-model needs --judge-base-url with this target")
+            judge = OpenAIChat(judge_url, args.judge_model, api_key_env=args.api_key_env)
         try:
             result = run(
                 cases,
                 target,
                 variants=variants,
+                judge=judge,
                 out=args.out,
                 resume=args.resume,
                 progress=not args.no_progress,
@@ -153,6 +160,23 @@ def _cmd_demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return 0
 
 
+def _cmd_score(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb.score import score
+
+    judge = None
+    if args.judge_model:
+        if not args.judge_base_url:
+            raise _UsageError("--judge-model needs --judge-base-url")
+        judge = OpenAIChat(args.judge_base_url, args.judge_model, api_key_env=args.api_key_env)
+    checks = [parse_value(text) for text in args.check]
+    for i, spec in enumerate(checks):
+        if not isinstance(spec, dict):
+            raise _UsageError(f"--check #{i + 1} must be a JSON object; got {spec!r}")
+    label = score(args.run_dir, cases=args.cases, checks=checks, label=args.label, judge=judge)
+    print(f"scored {args.run_dir} again as {label!r} (the earlier results are kept)")
+    return 0
+
+
 def _cmd_standin(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from evalnb import standin
 
@@ -188,6 +212,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run directory to create (default runs/run-<time>-<hex>)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--judge-model", help="model for 'judge' checks (default URL: the target's)")
+    p.add_argument("--judge-base-url", help="OpenAI-compatible URL of the judge model")
 
     p = sub.add_parser("demo", help="the shop comparison (v1 vs v2) on the stand-in")
     p.add_argument("--cases", default=str(SHOP_CASES), help="cases file (default: shop cases)")
@@ -196,11 +222,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="run directory (default runs/demo-<time>)")
     p.add_argument("--no-progress", action="store_true")
 
+    p = sub.add_parser("score", help="recompute checks of a stored run (no model calls)")
+    p.add_argument("run_dir", help="the run directory")
+    p.add_argument("--cases", help="cases file with the checks to use (default: the manifest's)")
+    p.add_argument("--check", action="append", default=[], help="JSON check spec for every case")
+    p.add_argument("--label", help="name of the new scoring (default score-<time>)")
+    p.add_argument("--judge-base-url", help="judge model URL, for 'judge' checks")
+    p.add_argument("--judge-model", help="judge model name")
+    p.add_argument("--api-key-env", help="environment variable holding the judge's API key")
+
     sub.add_parser("standin", help="serve the stand-in model on 127.0.0.1", add_help=False)
     return parser
 
 
-_COMMANDS = {"run": _cmd_run, "demo": _cmd_demo, "standin": _cmd_standin}
+_COMMANDS = {"run": _cmd_run, "demo": _cmd_demo, "score": _cmd_score, "standin": _cmd_standin}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

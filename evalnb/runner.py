@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
@@ -16,7 +17,6 @@ import random
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -28,9 +28,13 @@ from tqdm.auto import tqdm
 
 from evalnb import store
 from evalnb._exceptions import StoreError, TargetError
+from evalnb._sync import run_sync
 from evalnb._types import Case, Completion, Request, Sample, Variant
 from evalnb.cases import file_sha256, load_cases
-from evalnb.checks import build_checks, run_checks
+from evalnb.checks import arun_checks, build_checks
+from evalnb.checks.answers import canonical_answer
+from evalnb.checks.judge import JUDGE
+from evalnb.checks.trace import evidence_from
 
 __all__ = ["RunResult", "arun", "plan", "run"]
 
@@ -148,6 +152,31 @@ def _variants(variants: Iterable[Variant | str] | None) -> list[Variant]:
     return out
 
 
+def fingerprint(messages: Sequence[Any]) -> str:
+    """First 12 hex of SHA-256 of the prompt as sent (of all messages' JSON when several)."""
+    if len(messages) == 1 and isinstance(messages[0].get("content"), str):
+        text = messages[0]["content"]
+    else:
+        text = json.dumps([dict(m) for m in messages], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _default_canonical(answer: str, case: Case) -> str | None:
+    return canonical_answer(answer, case.expect_keys)
+
+
+class _CountingTarget:
+    """Counts the calls made to a judge target, for the manifest."""
+
+    def __init__(self, target: Any):
+        self.target = target
+        self.calls = 0
+
+    async def complete(self, request: Request) -> Completion:
+        self.calls += 1
+        return await self.target.complete(request)
+
+
 def _json(value: Any) -> str | None:
     if value is None:
         return None
@@ -159,8 +188,11 @@ def _json(value: Any) -> str | None:
 class _Execution:
     """One pass over the pending plan: workers, buffer, flushes and progress."""
 
-    def __init__(self, target, writer, run_id, extra_checks, timeout, flush_every, flush_seconds):
+    def __init__(
+        self, target, writer, run_id, extra_checks, timeout, flush_every, flush_seconds, canonical
+    ):
         self.target = target
+        self.canonical = canonical
         self.writer = writer
         self.run_id = run_id
         self.extra_checks = extra_checks
@@ -200,6 +232,8 @@ class _Execution:
                 status, error = "empty", "the target returned an empty answer"
         latency = (time.perf_counter() - clock) * 1000
         c = completion or Completion(text="")
+        evidence = evidence_from(c.trace, c.trace_truncated, c.tool_calls)
+        canonical = self.canonical(c.text, case) if status == "completed" else None
         sent = (
             c.request
             if c.request is not None
@@ -235,10 +269,15 @@ class _Execution:
             stderr_truncated=c.stderr_truncated,
             trace=c.trace,
             trace_truncated=c.trace_truncated,
+            fingerprint=fingerprint(messages),
+            canonical=canonical,
+            requested=evidence.requested,
+            executed=evidence.executed,
+            evidence_problem=evidence.problem,
         )
 
-    def record(self, case: Case, sample: Sample) -> None:
-        for result in run_checks((*case.checks, *self.extra_checks), sample):
+    async def record(self, case: Case, sample: Sample) -> None:
+        for result in await arun_checks((*case.checks, *self.extra_checks), sample):
             self.results.append((sample, result))
         self.samples.append(sample)
         if not sample.completed:
@@ -261,7 +300,7 @@ class _Execution:
             shown = 0
             for order, (case, variant, repeat) in queue:
                 sample = await self.attempt(case, variant, repeat, order)
-                self.record(case, sample)
+                await self.record(case, sample)
                 bar.update(1)
                 if self.incomplete != shown:
                     shown = self.incomplete
@@ -317,6 +356,8 @@ async def arun(
     flush_seconds: float = 5.0,
     command: Sequence[str] | None = None,
     on_start: Callable[[Path], None] | None = None,
+    judge: Any = None,
+    canonical: Callable[[str, Case], str | None] | None = None,
 ) -> RunResult:
     """Async form of :func:`run` (same arguments)."""
     cases_file = None
@@ -338,6 +379,10 @@ async def arun(
     if not callable(getattr(target, "complete", None)):
         raise TypeError(f"'target' must have an async complete(request) method; got {target!r}")
     extra_checks = build_checks(checks)
+    if judge is None and any(c.type == "judge" for case in cases for c in case.checks):
+        raise ValueError("cases have 'judge' checks: pass judge=<target> (the judge model)")
+    if judge is not None and not callable(getattr(judge, "complete", None)):
+        raise TypeError(f"'judge' must have an async complete(request) method; got {judge!r}")
     planned = plan(cases, variants, repeats, order, seed)
     started = _now()
 
@@ -390,12 +435,15 @@ async def arun(
     if on_start is not None:
         on_start(path)
 
+    counted_judge = _CountingTarget(judge) if judge is not None else None
     async with contextlib.AsyncExitStack() as stack:
-        if hasattr(target, "__aenter__"):
-            await stack.enter_async_context(target)
+        for resource in (target, judge):
+            if hasattr(resource, "__aenter__"):
+                await stack.enter_async_context(resource)
         if not resume:
-            describe = getattr(target, "describe", None)
-            manifest["target"] = await describe() if describe else {"type": type(target).__name__}
+            manifest["target"] = await _describe(target)
+            if judge is not None:
+                manifest["judge"] = {"target": await _describe(judge), "calls": 0}
         manifest["status"] = "running"
         store.write_json_atomic(path / "manifest.json", manifest)
 
@@ -405,8 +453,16 @@ async def arun(
             if (entry[0].id, entry[1].name, entry[2]) not in done
         ]
         execution = _Execution(
-            target, store.RunWriter(path), run_id, extra_checks, timeout, flush_every, flush_seconds
+            target,
+            store.RunWriter(path),
+            run_id,
+            extra_checks,
+            timeout,
+            flush_every,
+            flush_seconds,
+            canonical or _default_canonical,
         )
+        token = JUDGE.set(counted_judge)
         bar = tqdm(
             total=len(planned),
             initial=len(planned) - len(pending),
@@ -415,19 +471,24 @@ async def arun(
             disable=not progress,
             mininterval=0.2,
         )
+        status = "interrupted"
         try:
             await execution.execute(pending, concurrency, bar)
-        except BaseException:
-            execution.flush()
-            manifest.update(status="interrupted", ended_at=_now().isoformat())
-            store.write_json_atomic(path / "manifest.json", manifest)
-            raise
+            status = "complete"
         finally:
+            JUDGE.reset(token)
             bar.close()
-        execution.flush()
-        manifest.update(status="complete", ended_at=_now().isoformat())
-        store.write_json_atomic(path / "manifest.json", manifest)
+            execution.flush()
+            if counted_judge is not None:
+                manifest.setdefault("judge", {"calls": 0})["calls"] += counted_judge.calls
+            manifest.update(status=status, ended_at=_now().isoformat())
+            store.write_json_atomic(path / "manifest.json", manifest)
     return _result(path, run_id, variants)
+
+
+async def _describe(target: Any) -> dict[str, Any]:
+    describe = getattr(target, "describe", None)
+    return await describe() if describe else {"type": type(target).__name__}
 
 
 def _result(path: Path, run_id: str, variants: Sequence[Variant]) -> RunResult:
@@ -453,40 +514,4 @@ def run(cases: Sequence[Case] | str | os.PathLike[str], target: Any, **kwargs: A
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(arun(cases, target, **kwargs))
-    return _run_in_thread(arun(cases, target, **kwargs))
-
-
-def _run_in_thread(coroutine: Any) -> RunResult:
-    """Run on a private loop in a thread, so a caller's running loop (Jupyter) is untouched."""
-    box: dict[str, Any] = {}
-    ready = threading.Event()
-
-    def main() -> None:
-        loop = asyncio.new_event_loop()
-        box["loop"] = loop
-        box["task"] = loop.create_task(coroutine)
-        ready.set()
-        try:
-            box["result"] = loop.run_until_complete(box["task"])
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            loop.close()
-
-    thread = threading.Thread(target=main, name="evalnb-run", daemon=True)
-    thread.start()
-    ready.wait()
-    try:
-        while thread.is_alive():
-            thread.join(0.1)
-    except KeyboardInterrupt:
-        box["loop"].call_soon_threadsafe(box["task"].cancel)
-        thread.join()
-        raise
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    return run_sync(arun(cases, target, **kwargs))

@@ -7,6 +7,7 @@
       samples/part-*.parquet   one row per sample
       checks/part-*.parquet    one row per (sample, check), long format
       verdicts/part-*.parquet  one row per saved verdict (append-only)
+      scores/<label>/          a rescoring: part-*.parquet like checks/, then scoring.json
 
 Every file is written under a temporary name and renamed, so a crash never leaves a
 torn file. A samples part is the commit of its batch: the runner writes a batch's
@@ -63,6 +64,16 @@ _KEY = [
 
 TOOL_CALL = pa.struct([("id", pa.string()), ("name", pa.string()), ("arguments", pa.string())])
 
+ACTION = pa.struct(
+    [
+        ("tool", pa.string()),
+        ("arguments", pa.string()),
+        ("path", pa.string()),
+        ("error", pa.bool_()),
+        ("result", pa.string()),
+    ]
+)
+
 SAMPLES_SCHEMA = pa.schema(
     [
         *_KEY,
@@ -94,6 +105,13 @@ SAMPLES_SCHEMA = pa.schema(
         _field("stderr_truncated", pa.bool_(), "Command targets: stderr hit its cap."),
         _field("trace", pa.string(), "Command targets: the JSONL trace file (truncated)."),
         _field("trace_truncated", pa.bool_(), "Command targets: the trace hit its cap."),
+        _field("fingerprint", pa.string(), "First 12 hex of SHA-256 of the prompt as sent."),
+        _field("canonical", pa.string(), "Canonical answer for agreement (see checks)."),
+        _field("requested", pa.list_(ACTION), "Tool calls the model requested, in order."),
+        _field("executed", pa.list_(ACTION), "Tool calls the application executed, in order."),
+        _field(
+            "evidence_problem", pa.string(), "Why the trace could not be read, if it could not."
+        ),
     ],
     metadata=_META,
 )
@@ -105,6 +123,7 @@ CHECKS_SCHEMA = pa.schema(
         _field("check_type", pa.string(), "Check type (contains, regex, python, ...).", False),
         _field("outcome", pa.bool_(), "True pass, False fail, null unscored (not applicable)."),
         _field("detail", pa.string(), "The problem found, or why it was unscored."),
+        _field("evidence", pa.string(), "JSON of what the check relied on (a judge's exchange)."),
     ],
     metadata=_META,
 )
@@ -194,10 +213,41 @@ def _committed_parts(run_dir: Path, table: str) -> list[Path]:
     return parts
 
 
+def scorings(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every committed set of check results, oldest first: the run's own (``run``) and
+    each rescoring under ``scores/<label>/`` whose ``scoring.json`` was written."""
+    run_dir = Path(run_dir)
+    found = [{"label": "run", "created_at": None}]
+    rescored = []
+    for marker in (run_dir / "scores").glob("*/scoring.json"):
+        info = json.loads(marker.read_text(encoding="utf-8"))
+        rescored.append({**info, "label": marker.parent.name})
+    return found + sorted(rescored, key=lambda info: info["created_at"])
+
+
+def _scoring_parts(run_dir: Path, scoring: str | None) -> list[Path]:
+    labels = [info["label"] for info in scorings(run_dir)]
+    label = labels[-1] if scoring is None else scoring
+    if label not in labels:
+        raise StoreError(
+            f"{run_dir}: no committed scoring {label!r}; scorings: {', '.join(labels)}"
+        )
+    if label == "run":
+        return _committed_parts(run_dir, "checks")
+    return sorted((run_dir / "scores" / label).glob("part-*.parquet"))
+
+
 def read_table(
-    run_dir: str | os.PathLike[str], table: str, columns: Sequence[str] | None = None
+    run_dir: str | os.PathLike[str],
+    table: str,
+    columns: Sequence[str] | None = None,
+    scoring: str | None = None,
 ) -> pa.Table:
-    """All committed parts of one table as a pyarrow Table with the declared schema."""
+    """All committed parts of one table as a pyarrow Table with the declared schema.
+
+    For ``checks``, ``scoring`` picks a set of results by label: ``"run"`` for the run's
+    own, a rescoring's label, or ``None`` for the newest.
+    """
     if table not in TABLES:
         raise ValueError(f"'table' must be one of {sorted(TABLES)}; got {table!r}")
     schema = TABLES[table]
@@ -206,7 +256,10 @@ def read_table(
         if unknown:
             raise ValueError(f"'columns' has names not in the {table} schema: {unknown!r}")
         schema = pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
-    parts = _committed_parts(Path(run_dir), table)
+    if table == "checks":
+        parts = _scoring_parts(Path(run_dir), scoring)
+    else:
+        parts = _committed_parts(Path(run_dir), table)
     if not parts:
         return schema.empty_table()
     tables = [pq.read_table(p, columns=list(schema.names), schema=schema) for p in parts]
@@ -239,6 +292,22 @@ def _tool_calls(calls: Iterable[Any]) -> list[dict[str, Any]]:
     return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
 
 
+def _actions(actions: Iterable[Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "tool": a.tool,
+            "arguments": a.arguments,
+            "path": a.path,
+            "error": a.error,
+            "result": a.result,
+        }
+        for a in actions
+    ]
+
+
+_CONVERT = {"tool_calls": _tool_calls, "requested": _actions, "executed": _actions}
+
+
 class RunWriter:
     """Appends batches of samples and their check results to a run directory.
 
@@ -259,6 +328,12 @@ class RunWriter:
             handle.flush()
             os.fsync(handle.fileno())
         _replace_atomically(tmp, final)
+
+    def write_checks(self, folder: Path, checks: Sequence[tuple[Sample, CheckResult]]) -> None:
+        """Write one part of check results into ``folder`` (a rescoring's)."""
+        name = f"part-{self.token}-{self.sequence:06d}.parquet"
+        self.sequence += 1
+        self._write(str(folder.relative_to(self.run_dir)), checks_table(checks), name)
 
     def write(
         self, samples: Sequence[Sample], checks: Sequence[tuple[Sample, CheckResult]]
@@ -285,7 +360,8 @@ def samples_table(samples: Sequence[Sample]) -> pa.Table:
     columns: dict[str, list[Any]] = {}
     for name in SAMPLES_SCHEMA.names:
         values = [getattr(s, name) for s in samples]
-        columns[name] = [_tool_calls(v) for v in values] if name == "tool_calls" else values
+        convert = _CONVERT.get(name)
+        columns[name] = [convert(v) for v in values] if convert else values
     return pa.Table.from_pydict(columns, schema=SAMPLES_SCHEMA)
 
 
@@ -301,6 +377,7 @@ def checks_table(rows: Sequence[tuple[Sample, CheckResult]]) -> pa.Table:
             "check_type": [r.type for _, r in rows],
             "outcome": [r.outcome for _, r in rows],
             "detail": [r.detail for _, r in rows],
+            "evidence": [r.evidence for _, r in rows],
         },
         schema=CHECKS_SCHEMA,
     )

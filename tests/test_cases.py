@@ -54,8 +54,10 @@ def test_json_list_loads_and_keeps_every_field(tmp_path):
                 "prompt": "p",
                 "checks": [{"type": "contains", "text": "x"}, {"type": "contians"}],
             },
-            "cases.jsonl:2: 'checks[1].type' must be one of 'avoids', 'contains', "
-            "'contains_any', 'regex', 'word_count'; got 'contians'",
+            "cases.jsonl:2: 'checks[1].type' must be one of "
+            "'answer_terms', 'avoids', 'contains', 'contains_any', 'forbidden_action', "
+            "'json_keys', 'json_values', 'judge', 'length_budget', 'regex', "
+            "'required_action', 'word_count'; got 'contians'",
         ),
         (
             {"id": "b"},

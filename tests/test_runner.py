@@ -3,8 +3,7 @@ import json
 
 import pytest
 
-from evalnb import Case, Completion, Function, TargetError, Variant, run
-from evalnb import store
+from evalnb import Case, Completion, Function, TargetError, Variant, run, store
 from evalnb.runner import plan
 
 
@@ -149,7 +148,7 @@ def test_manifest_records_provenance(tmp_path):
     run("data/cases/shop.jsonl", Function(echo), variants=["x"], out=tmp_path / "r", progress=False)
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert len(manifest["cases_file"]["sha256"]) == 64
-    assert [c["id"] for c in manifest["cases"]][0] == "order-status"
+    assert manifest["cases"][0]["id"] == "order-status"
     assert manifest["order"]["planned"][0] == ["order-status", "x", 0]
     assert manifest["target"]["type"] == "function"
     for key in ("python", "platform", "evalnb_version", "started_at", "ended_at", "git_revision"):

@@ -10,8 +10,7 @@ import time
 import httpx
 import pytest
 
-from evalnb import Case, OpenAIChat, Variant, run
-from evalnb import store
+from evalnb import Case, OpenAIChat, Variant, run, store
 
 SHOP = "data/cases/shop.jsonl"
 
@@ -182,8 +181,10 @@ def test_malformed_cases_file_gives_one_line_and_writes_nothing(tmp_path):
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 2
     assert stderr.strip().splitlines() == [
-        f"evalnb run: error: {bad}:2: 'checks[0].type' must be one of 'avoids', 'contains', "
-        "'contains_any', 'regex', 'word_count'; got 'contians'"
+        f"evalnb run: error: {bad}:2: 'checks[0].type' must be one of "
+        "'answer_terms', 'avoids', 'contains', 'contains_any', 'forbidden_action', "
+        "'json_keys', 'json_values', 'judge', 'length_budget', 'regex', "
+        "'required_action', 'word_count'; got 'contians'"
     ]
     assert not out.exists()
 

@@ -2,26 +2,43 @@
 
 A check is any object with ``name``, ``type``, ``spec`` (JSON-ready), ``applies``
 (whether it can be scored for its case at all) and one method, ``__call__(sample)``.
-Check specs in a cases file name a registered ``type``; other issues add types with
+Check specs in a cases file name a registered ``type``; new types come in with
 :func:`register`. Plain Python callables become :class:`FunctionCheck`.
 
-Outcomes follow REFERENCE B: ``None`` or ``True`` means fine, ``False`` or a short
-problem message means a failure, :class:`Unscored` means the check does not apply.
+``None`` or ``True`` means fine, ``False`` or a short problem message means a failure,
+:class:`Unscored` means the check does not apply, and :class:`Outcome` carries evidence.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from evalnb._types import CheckResult, Sample
-from evalnb.checks import lexical as _lexical  # noqa: F401  (registers the lexical checks)
-from evalnb.checks._base import FunctionCheck, SpecCheck, Unscored, check_types, register
+
+# The modules below register their check types on import.
+from evalnb.checks import answers as _answers  # noqa: F401
+from evalnb.checks import judge as _judge  # noqa: F401
+from evalnb.checks import lexical as _lexical  # noqa: F401
+from evalnb.checks import trace as _trace  # noqa: F401
+from evalnb.checks._base import (
+    FunctionCheck,
+    Outcome,
+    SpecCheck,
+    Unscored,
+    check_types,
+    register,
+)
 
 __all__ = [
     "FunctionCheck",
+    "Outcome",
     "SpecCheck",
     "Unscored",
+    "arun_checks",
     "build_check",
     "build_checks",
     "check_types",
@@ -65,39 +82,66 @@ def build_checks(specs: Iterable[Any]) -> tuple[Any, ...]:
     return checks
 
 
-def _normalise(value: Any) -> tuple[bool | None, str]:
+def _normalise(value: Any) -> Outcome:
     if value is None or value is True:
-        return True, ""
+        return Outcome(True)
     if value is False:
-        return False, "failed"
+        return Outcome(False, "failed")
+    if isinstance(value, Outcome):
+        return value
     if isinstance(value, Unscored):
-        return None, value.reason
+        return Outcome(None, value.reason)
     if isinstance(value, str):
-        return (False, value) if value else (True, "")
+        return Outcome(False, value) if value else Outcome(True)
     raise TypeError(
         f"a check must return None/True, False, a problem string or Unscored; got {value!r}"
     )
 
 
+def _result(check: Any, outcome: Outcome) -> CheckResult:
+    evidence = outcome.evidence
+    if evidence is not None and not isinstance(evidence, str):
+        evidence = json.dumps(evidence, ensure_ascii=False, default=str)
+    return CheckResult(check.name, check.type, outcome.passed, outcome.detail, evidence)
+
+
+def _before(check: Any, sample: Sample) -> Outcome | None:
+    """The outcome fixed before the check runs: for an incomplete sample."""
+    if sample.completed:
+        return None
+    if check.applies:
+        return Outcome(False, f"incomplete sample: {sample.status}")
+    return Outcome(None, "not applicable to this case")
+
+
+def _failed(exc: Exception) -> Outcome:
+    return Outcome(False, f"check raised {type(exc).__name__}: {exc}")
+
+
 def run_checks(checks: Iterable[Any], sample: Sample) -> list[CheckResult]:
+    """Run every check on ``sample`` (from synchronous code); see :func:`arun_checks`."""
+    return asyncio.run(arun_checks(checks, sample))
+
+
+async def arun_checks(checks: Iterable[Any], sample: Sample) -> list[CheckResult]:
     """Run every check on ``sample`` so that all problems are seen.
 
     An incomplete sample fails every applicable check (detail names its status) and
     leaves the others unscored; an exception inside a check is a failure naming it.
+    A check may be async (the judge): it is awaited.
     """
     results = []
     for check in checks:
-        if not sample.completed:
-            if check.applies:
-                outcome, detail = False, f"incomplete sample: {sample.status}"
-            else:
-                outcome, detail = None, "not applicable to this case"
-        else:
+        outcome = _before(check, sample)
+        if outcome is None:
             try:
-                outcome, detail = _normalise(check(sample))
-            except Exception as exc:  # a broken check is a problem to see, not a crash
-                outcome, detail = False, f"check raised {type(exc).__name__}: {exc}"
-        results.append(CheckResult(check.name, check.type, outcome, detail))
+                value = check(sample)
+                if inspect.isawaitable(value):
+                    value = await value
+                outcome = _normalise(value)
+            except Exception as exc:
+                outcome = _failed(exc)
+        results.append(_result(check, outcome))
     return results
 
 

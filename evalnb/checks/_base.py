@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from evalnb._types import Sample
 
-__all__ = ["FunctionCheck", "SpecCheck", "Unscored", "check_types", "register"]
+__all__ = ["FunctionCheck", "Outcome", "SpecCheck", "Unscored", "check_types", "register"]
 
 _REGISTRY: dict[str, type[SpecCheck]] = {}
 
@@ -20,6 +20,15 @@ class Unscored:
     """Returned by a check that does not apply to a sample: null, not a pass."""
 
     reason: str = "not applicable"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A check's full answer, when it has evidence to keep beside the outcome."""
+
+    passed: bool | None
+    detail: str = ""
+    evidence: Any = None
 
 
 def register(cls: type[SpecCheck]) -> type[SpecCheck]:
@@ -74,8 +83,12 @@ class SpecCheck(abc.ABC):
         if name is not None and (not isinstance(name, str) or not name):
             raise ValueError(f"'{where}.name' must be a non-empty string; got {_describe(name)}")
         self.values = values
+        self.validate(where)
         self.spec = dict(spec)
         self.name = name or f"{self.type}:{self.label()}"
+
+    def validate(self, where: str) -> None:  # noqa: B027  (a hook; most checks need none)
+        """Check the fields together (each field alone is checked already)."""
 
     @abc.abstractmethod
     def label(self) -> str:

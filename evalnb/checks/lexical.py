@@ -113,8 +113,7 @@ class WordCount(SpecCheck):
     type = "word_count"
     optional = {"min": _count, "max": _count}
 
-    def __init__(self, spec: Any, *, where: str = "check"):
-        super().__init__(spec, where=where)
+    def validate(self, where: str) -> None:
         low, high = self.values.get("min"), self.values.get("max")
         if low is None and high is None:
             raise ValueError(f"'{where}' needs 'min', 'max' or both for a 'word_count' check")

@@ -8,6 +8,8 @@ from types import MappingProxyType
 from evalnb.standin.assistant import Assistant
 from evalnb.standin.echo import Echo
 from evalnb.standin.extractor import Extractor
+from evalnb.standin.judge import Judge
+from evalnb.standin.notes import NotesAssistant
 from evalnb.standin.shop import ShopAssistant
 
 __all__ = ["assistants", "register_assistant"]
@@ -17,6 +19,8 @@ _REGISTRY: dict[str, Assistant] = {
     "shop-v2": ShopAssistant(slip_rate=0.10),
     "extractor": Extractor(),
     "echo": Echo(),
+    "notes": NotesAssistant(),
+    "judge": Judge(),
 }
 
 

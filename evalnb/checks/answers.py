@@ -1,0 +1,185 @@
+"""Checks on what the answer says: JSON contracts (REFERENCE C), answer terms (REFERENCE A)
+and length budgets; and the canonical form of an answer used for agreement."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from evalnb._types import Sample
+from evalnb.checks._base import SpecCheck, Unscored, register
+from evalnb.checks.lexical import _count, _texts
+
+__all__ = [
+    "AnswerTerms",
+    "JsonKeys",
+    "JsonValues",
+    "LengthBudget",
+    "canonical_answer",
+    "extract_json",
+]
+
+
+def extract_json(answer: str) -> tuple[dict[str, Any] | None, str]:
+    """Parse the first ``{`` to the last ``}`` as a JSON object.
+
+    Returns ``(object, "")`` or ``(None, problem)``. Prose around the object is
+    allowed; anything else is reported, never guessed.
+    """
+    start, end = answer.find("{"), answer.rfind("}")
+    if start < 0 or end < start:
+        return None, "no JSON object in the answer"
+    try:
+        value = json.loads(answer[start : end + 1])
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+    if not isinstance(value, dict):
+        return None, f"JSON is a {type(value).__name__}, not an object"
+    return value, ""
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def canonical_answer(answer: str | None, expect_keys: Sequence[str] | None = None) -> str | None:
+    """The form two answers must share to count as the same (REFERENCE C).
+
+    With ``expect_keys``: the expected keys only, sorted, as JSON (``None`` when the
+    answer has no JSON object or lacks a key, so schema failures never agree). Without:
+    the answer with white space collapsed and case folded.
+    """
+    if answer is None:
+        return None
+    if not expect_keys:
+        return _normalised(answer)
+    value, _ = extract_json(answer)
+    if value is None or any(key not in value for key in expect_keys):
+        return None
+    return json.dumps({key: value[key] for key in expect_keys}, sort_keys=True)
+
+
+def _keys(value: Any) -> tuple[str, ...]:
+    return _texts(value)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or not value:
+        raise ValueError("must be a non-empty object of key: expected value")
+    return value
+
+
+@register
+class JsonKeys(SpecCheck):
+    """The answer holds a JSON object with every key: ``{"type": "json_keys", "keys": [...]}``."""
+
+    type = "json_keys"
+    required = {"keys": _keys}
+
+    def label(self) -> str:
+        return ",".join(self.values["keys"])
+
+    def __call__(self, sample: Sample) -> str | None:
+        value, problem = extract_json(sample.answer or "")
+        if value is None:
+            return problem
+        missing = [k for k in self.values["keys"] if k not in value]
+        return "missing keys: " + ", ".join(missing) if missing else None
+
+
+@register
+class JsonValues(SpecCheck):
+    """Frozen expected values for keys with an objective answer.
+
+    ``{"type": "json_values", "values": {"total_cents": 1950}}``: each key must be present
+    with exactly that JSON value (``19.5`` is not ``1950``; ``1950.0`` equals ``1950``).
+    """
+
+    type = "json_values"
+    required = {"values": _mapping}
+
+    def label(self) -> str:
+        return ",".join(f"{k}={json.dumps(v)}" for k, v in self.values["values"].items())
+
+    def __call__(self, sample: Sample) -> str | None:
+        value, problem = extract_json(sample.answer or "")
+        if value is None:
+            return problem
+        wrong = []
+        for key, expected in self.values["values"].items():
+            if key not in value:
+                wrong.append(f"{key} missing")
+            elif value[key] != expected or isinstance(value[key], bool) != isinstance(
+                expected, bool
+            ):
+                wrong.append(f"{key}={json.dumps(value[key])}, expected {json.dumps(expected)}")
+        return "; ".join(wrong) if wrong else None
+
+
+@register
+class LengthBudget(SpecCheck):
+    """The answer fits a budget: ``max_chars``, or ``max_tokens`` (completion tokens).
+
+    Without reported usage, ``max_tokens`` is judged as 4 characters a token (the
+    rule of REFERENCE C) and the detail says so.
+    """
+
+    type = "length_budget"
+    optional = {"max_chars": _count, "max_tokens": _count}
+
+    def validate(self, where: str) -> None:
+        if len(self.values) != 1:
+            raise ValueError(f"'{where}' needs exactly one of 'max_chars' or 'max_tokens'")
+
+    def label(self) -> str:
+        ((key, value),) = self.values.items()
+        return f"{key}={value}"
+
+    def __call__(self, sample: Sample) -> str | None:
+        chars = len(sample.answer or "")
+        if "max_chars" in self.values:
+            limit = self.values["max_chars"]
+            return f"{chars} characters; budget {limit}" if chars > limit else None
+        limit = self.values["max_tokens"]
+        if sample.completion_tokens is not None:
+            used = sample.completion_tokens
+            return f"{used} completion tokens; budget {limit}" if used > limit else None
+        if chars > 4 * limit:
+            return f"{chars} characters > 4 x {limit} tokens (no usage reported)"
+        return None
+
+
+@register
+class AnswerTerms(SpecCheck):
+    """Every term appears as a whole word, case-insensitively (REFERENCE A).
+
+    ``GO`` matches ``Go``; ``ongoing`` does not. An empty list means the case has no
+    terms: the check is unscored, not passed. Lexical: "does not use Go" passes.
+    """
+
+    type = "answer_terms"
+    required = {"terms": lambda v: v}
+
+    def __init__(self, spec: Any, *, where: str = "check"):
+        super().__init__(spec, where=where)
+        terms = self.values["terms"]
+        if not isinstance(terms, list) or not all(isinstance(t, str) and t.strip() for t in terms):
+            raise ValueError(
+                f"'{where}.terms' must be a list of non-empty strings (empty: unscored); "
+                f"got {terms!r}"
+            )
+        self.applies = bool(terms)
+        self.patterns = [
+            (t, re.compile(rf"(?<!\w){re.escape(t)}(?!\w)", re.IGNORECASE)) for t in terms
+        ]
+
+    def label(self) -> str:
+        return "|".join(self.values["terms"]) or "none"
+
+    def __call__(self, sample: Sample) -> str | Unscored | None:
+        if not self.patterns:
+            return Unscored("the case has no answer terms")
+        missing = [t for t, pattern in self.patterns if not pattern.search(sample.answer or "")]
+        return "missing terms: " + ", ".join(repr(t) for t in missing) if missing else None
