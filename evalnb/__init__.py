@@ -10,14 +10,40 @@ Parquet, and analyse the result honestly in a notebook.
 from __future__ import annotations
 
 from evalnb._exceptions import CasesError, EvalnbError, StoreError, TargetError
-from evalnb._types import Case, CheckResult, Completion, Request, Sample, ToolCall, Variant
+from evalnb._types import (
+    Action,
+    Case,
+    CheckResult,
+    Completion,
+    Request,
+    Sample,
+    ToolCall,
+    Variant,
+)
+from evalnb.analysis import (
+    GatePolicy,
+    Run,
+    agreement,
+    compare,
+    compare_cases,
+    gate,
+    latency,
+    load,
+    power,
+    rates,
+    report_html,
+    report_text,
+    suite_rate,
+)
 from evalnb.cases import load_cases
-from evalnb.checks import FunctionCheck, Unscored
+from evalnb.checks import FunctionCheck, Outcome, Unscored
 from evalnb.experiment import load_experiment
 from evalnb.runner import RunResult, arun, run
+from evalnb.score import score
 from evalnb.targets import Command, Function, OpenAIChat
 
 __all__ = [
+    "Action",
     "Case",
     "CasesError",
     "CheckResult",
@@ -26,8 +52,11 @@ __all__ = [
     "EvalnbError",
     "Function",
     "FunctionCheck",
+    "GatePolicy",
     "OpenAIChat",
+    "Outcome",
     "Request",
+    "Run",
     "RunResult",
     "Sample",
     "StoreError",
@@ -35,8 +64,20 @@ __all__ = [
     "ToolCall",
     "Unscored",
     "Variant",
+    "agreement",
     "arun",
+    "compare",
+    "compare_cases",
+    "gate",
+    "latency",
+    "load",
     "load_cases",
     "load_experiment",
+    "power",
+    "rates",
+    "report_html",
+    "report_text",
     "run",
+    "score",
+    "suite_rate",
 ]

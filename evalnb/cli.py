@@ -126,7 +126,7 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb.analysis import load, rates
+    from evalnb.analysis import compare, load, rates
     from evalnb.standin import StandIn
 
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -145,13 +145,20 @@ def _cmd_demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
             command=["evalnb", *argv],
         )
     print(result.summary())
-    table = rates(load(out), by=["variant", "case_id"], check="all")
+    run_frames = load(out)
+    table = rates(run_frames, by=["variant", "case_id"], check="all")
     print("\nAll checks passed, per variant and case (Wilson 95% interval):")
     for row in table.itertuples():
         print(
             f"  {row.variant:<4} {row.case_id:<16} {row.k:>3}/{row.n:<3}"
             f"  {row.estimate:6.1%}  ({row.low:6.1%} - {row.high:6.1%})"
         )
+    diff = compare(run_frames, a="v1", b="v2").iloc[0]
+    print(
+        f"\nPaired comparison over {diff.cases} cases x {diff.repeats_a:g} repeats: v2 - v1 = "
+        f"{diff['diff']:+.1%} (95% CI {diff.low:+.1%} to {diff.high:+.1%}, p = {diff.p_value:.3f})"
+        f": {diff.verdict} (A = v1, B = v2)."
+    )
     print(
         f"\nThe run is in {out}/ (Parquet + manifest.json). Next, in a notebook:\n"
         f"  import evalnb\n  run = evalnb.load({str(out)!r})\n"
@@ -231,11 +238,35 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-model", help="judge model name")
     p.add_argument("--api-key-env", help="environment variable holding the judge's API key")
 
+    from evalnb.analysis import add_gate_arguments, add_report_arguments
+
+    add_gate_arguments(sub.add_parser("gate", help="apply an explicit pass/fail policy to a run"))
+    add_report_arguments(sub.add_parser("report", help="rates, suite rate, comparison, latency"))
+
     sub.add_parser("standin", help="serve the stand-in model on 127.0.0.1", add_help=False)
     return parser
 
 
-_COMMANDS = {"run": _cmd_run, "demo": _cmd_demo, "score": _cmd_score, "standin": _cmd_standin}
+def _cmd_gate(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb.analysis import gate_command
+
+    return gate_command(args)
+
+
+def _cmd_report(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb.analysis import report_command
+
+    return report_command(args)
+
+
+_COMMANDS = {
+    "run": _cmd_run,
+    "demo": _cmd_demo,
+    "score": _cmd_score,
+    "gate": _cmd_gate,
+    "report": _cmd_report,
+    "standin": _cmd_standin,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from evalnb._exceptions import StoreError
@@ -262,8 +263,9 @@ def read_table(
         parts = _committed_parts(Path(run_dir), table)
     if not parts:
         return schema.empty_table()
-    tables = [pq.read_table(p, columns=list(schema.names), schema=schema) for p in parts]
-    return pa.concat_tables(tables)
+    # One dataset over all parts reads them in parallel; a run has a part per flush.
+    dataset = ds.dataset([str(p) for p in parts], schema=TABLES[table], format="parquet")
+    return dataset.to_table(columns=list(schema.names)).replace_schema_metadata(schema.metadata)
 
 
 def sample_keys(run_dir: str | os.PathLike[str]) -> set[tuple[str, str, int]]:

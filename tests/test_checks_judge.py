@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-from evalnb import Case, Completion, Function, OpenAIChat, TargetError, Variant, run
-from evalnb import store
+from evalnb import Case, Completion, Function, OpenAIChat, TargetError, Variant, run, store
 from evalnb.checks import arun_checks, build_check
 from evalnb.checks.judge import JUDGE, verdict_of
 from tests.test_checks import sample

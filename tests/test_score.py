@@ -4,8 +4,7 @@ import sys
 
 import pytest
 
-from evalnb import Case, CasesError, Function, StoreError, run
-from evalnb import store
+from evalnb import Case, CasesError, Function, StoreError, run, store
 from evalnb.score import score
 
 

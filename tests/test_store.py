@@ -3,8 +3,7 @@ import stat
 
 import pytest
 
-from evalnb import Case, Function, StoreError, run
-from evalnb import store
+from evalnb import Case, Function, StoreError, run, store
 
 
 def mode(path):

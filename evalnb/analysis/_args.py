@@ -1,0 +1,55 @@
+"""Argument checks shared by the analysis functions, so every error reads the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+INTERVAL_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
+
+
+def choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
+    """``value`` when it is one of ``allowed``; otherwise a ValueError naming all three."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        options = ", ".join(repr(a) for a in allowed)
+        raise ValueError(f"'{name}' must be one of {options}; got {value!r}")
+    return value
+
+
+def level(value: Any) -> float:
+    """A confidence level strictly between 0 and 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ValueError(f"'level' must be a number between 0 and 1 (e.g. 0.95); got {value!r}")
+    return float(value)
+
+
+def names(name: str, value: Any) -> list[str]:
+    """A column name or a sequence of them as a list (None is an empty list)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+        if len(set(value)) != len(value):
+            raise ValueError(f"'{name}' must not repeat a name; got {list(value)!r}")
+        return list(value)
+    raise TypeError(f"'{name}' must be a column name or a list of them; got {value!r}")
+
+
+def positive_ints(name: str, value: Any) -> list[int]:
+    """One positive integer or a sequence of them, as a list."""
+    values = value if isinstance(value, Sequence) and not isinstance(value, str) else [value]
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(
+                f"'{name}' must be a positive integer or a list of them; got {value!r}"
+            )
+    return list(values)
+
+
+def fraction(name: str, value: Any) -> float:
+    """A number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"'{name}' must be a number between 0 and 1; got {value!r}")
+    return float(value)

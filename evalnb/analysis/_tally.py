@@ -1,0 +1,584 @@
+"""From stored outcomes to tallies: the one place that decides what is counted.
+
+Every rate is built from *rows*, one per (sample, check), or per (sample, annotator)
+for human verdicts. Each row falls in one class, and a group's tallies are the
+counts of its rows per class:
+
+=============  ====================================================================
+``k``          passed
+``n``          scored: in the denominator (pass or fail)
+``unscored``   outcome null (the check does not apply): left out of ``n``
+``incomplete`` scored, and the sample is not completed (it failed, and stays in n)
+=============  ====================================================================
+
+Verdicts count ``needs_review`` (left out of ``n``) and ``unreviewed`` (samples with
+no verdict, left out of ``n``) instead of ``unscored``. The derived check ``all`` is
+True when every scored check of a sample is True, False when any is False, and null
+when all are null; a sample with no check rows has no ``all`` row.
+
+Grouping works on integer codes (categorical codes, or ``pd.factorize``) combined into
+one id per group and counted with a single ``np.bincount``: runs of millions of rows
+are tallied without building per-row keys or large temporaries.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalnb._exceptions import StoreError
+from evalnb.analysis._args import choice, names
+from evalnb.analysis.frames import KEY, VERDICTS, Run
+from evalnb.store import SAMPLES_SCHEMA
+
+ALL = "all"
+VERDICT = "verdict"
+SOURCES = ("checks", "verdicts")
+COUNTS = {
+    "checks": ["k", "n", "unscored", "incomplete"],
+    "verdicts": ["k", "n", "needs_review", "unreviewed", "incomplete"],
+}
+CASE_FIELDS = ("group", "split", "tags", "review", "agreement_min")
+_CHECK_LEVEL = ("check", "check_type", "outcome", "detail")
+
+# Row classes. Checks: 0 pass, 1 pass (incomplete), 2 fail, 3 fail (incomplete),
+# 4 unscored. Verdicts: the same four, then 4 needs_review, 5 unreviewed.
+_CLASSES = {"checks": 5, "verdicts": 6}
+# Outcome codes: 0 fail, 1 pass, 2 null. The minimum over a sample's checks is its "all".
+_FAIL, _PASS, _NULL = 0, 1, 2
+
+
+def tallies(
+    data: Run | pd.DataFrame, by: Any, *, check: Any = None, source: str = "checks"
+) -> pd.DataFrame:
+    """Counts per ``by`` keys and check: the keys, ``check``, ``cases`` and the counts.
+
+    ``data`` is a Run, a long frame of check outcomes (``check``, ``outcome`` and
+    sample columns), a frame of verdicts (``verdict``), or a frame that already
+    holds counts (``k`` and ``n``, e.g. from :func:`evalnb.rates`).
+    """
+    by = names("by", by)
+    choice("source", source, SOURCES)
+    if "check" in by:
+        raise ValueError("'by' must not include 'check': every result has a 'check' column")
+    if isinstance(data, Run):
+        return _run_tallies(data, by, check, source)
+    if isinstance(data, pd.DataFrame):
+        return _frame_tallies(data, by, check, source)
+    raise TypeError(
+        f"'data' must be a Run (from evalnb.load) or a pandas DataFrame; got {type(data).__name__}"
+    )
+
+
+def has_column(data: Run | pd.DataFrame, name: str) -> bool:
+    """Whether ``name`` can be used in ``by`` for this data."""
+    if isinstance(data, Run):
+        return name in CASE_FIELDS or name in SAMPLES_SCHEMA.names
+    return name in data.columns
+
+
+# -- grouping on codes --------------------------------------------------------------------
+
+
+class _Factor:
+    """One grouping column as integer codes and the values they stand for."""
+
+    def __init__(self, name: str, values: Any):
+        self.name = name
+        categorical = isinstance(values, pd.Series) and isinstance(
+            values.dtype, pd.CategoricalDtype
+        )
+        if categorical and not values.isna().any():
+            self.codes = values.cat.codes.to_numpy()
+            self.values = values.cat.categories
+            self.dtype = values.dtype
+            return
+        codes, uniques = pd.factorize(values, sort=True, use_na_sentinel=False)
+        self.codes, self.values, self.dtype = codes, uniques, None
+
+    @property
+    def size(self) -> int:
+        return max(len(self.values), 1)
+
+    def column(self, codes: np.ndarray) -> Any:
+        if self.dtype is not None:
+            return pd.Categorical.from_codes(codes, dtype=self.dtype)
+        return self.values.take(codes)
+
+
+def _combine(factors: list[_Factor], start: np.ndarray | None = None) -> np.ndarray:
+    """One id per row from several factors (mixed radix), computed in place."""
+    base = 1 if start is None else int(start.max(initial=0)) + 1
+    span = base * math.prod(f.size for f in factors)
+    if span >= 2**63:
+        raise ValueError(
+            f"too many groups to count ({', '.join(f.name for f in factors)}); use fewer 'by' keys"
+        )
+    dtype = np.int32 if span < 2**31 else np.int64
+    if start is None:
+        ids = np.zeros(len(factors[0].codes) if factors else 0, dtype=dtype)
+    else:
+        ids = start.astype(dtype, copy=False)
+    for factor in factors:
+        ids *= factor.size
+        ids += factor.codes
+    return ids
+
+
+def _count(
+    ids: np.ndarray, sizes: list[int], classes: np.ndarray, n_classes: int
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Rows per (group, class): the present groups' codes per factor, and their counts."""
+    span = math.prod(sizes)
+    if span * n_classes <= max(4 * len(ids), 1 << 20):
+        cells = ids.astype(np.int32 if span * n_classes < 2**31 else np.int64)
+        cells *= n_classes
+        cells += classes
+        table = np.bincount(cells, minlength=span * n_classes).reshape(span, n_classes)
+        present = np.flatnonzero(table.any(axis=1))
+        table = table[present]
+    else:
+        present, inverse = np.unique(ids, return_inverse=True)
+        cells = inverse.astype(np.int64) * n_classes + classes
+        table = np.bincount(cells, minlength=len(present) * n_classes).reshape(-1, n_classes)
+    codes = []
+    rest = present.astype(np.int64)
+    for size in reversed(sizes):
+        rest, code = np.divmod(rest, size)
+        codes.append(code)
+    return codes[::-1], table
+
+
+def _counts_frame(table: np.ndarray, source: str) -> dict[str, np.ndarray]:
+    passed = table[:, 0] + table[:, 1]
+    scored = passed + table[:, 2] + table[:, 3]
+    out = {"k": passed, "n": scored}
+    if source == "checks":
+        out["unscored"] = table[:, 4]
+    else:
+        out["needs_review"] = table[:, 4]
+        out["unreviewed"] = table[:, 5]
+    out["incomplete"] = table[:, 1] + table[:, 3]
+    return out
+
+
+def _check_classes(code: np.ndarray, incomplete: np.ndarray) -> np.ndarray:
+    scored_class = (2 - 2 * code.astype(np.int8)) + incomplete.astype(np.int8)
+    return np.where(code == _NULL, np.int8(4), scored_class).astype(np.int8)
+
+
+# -- rows from a Run ----------------------------------------------------------------------
+
+
+def _run_tallies(run: Run, by: list[str], check: Any, source: str) -> pd.DataFrame:
+    row_level = ["annotator"] if source == "verdicts" else []
+    sample_level = [c for c in by if c in SAMPLES_SCHEMA.names]
+    case_level = [c for c in by if c not in sample_level and c not in row_level]
+    unknown = [c for c in case_level if c not in CASE_FIELDS and not c.startswith("metadata.")]
+    if unknown:
+        allowed = [c for c in (*SAMPLES_SCHEMA.names, *CASE_FIELDS) if c not in _CHECK_LEVEL]
+        raise ValueError(
+            f"'by' must name sample or case fields ({', '.join(allowed)}, metadata.<key>"
+            f"{', annotator' if source == 'verdicts' else ''}); got {unknown!r}"
+        )
+    extra = [c for c in sample_level if c not in KEY and c != "status"]
+    # Read every sample column first: the rows' positions refer to this same snapshot.
+    samples = run.table("samples", ["status", *extra])
+    if source == "checks":
+        rows = _check_rows(run)
+    else:
+        rows = _verdict_rows(run, per_annotator="annotator" in by)
+    rows = _select_checks(rows, check)
+
+    per_sample = [
+        _Factor(c, samples[c]) for c in dict.fromkeys(["run_id", "case_id", *sample_level])
+    ]
+    per_row = [_Factor(c, rows[c]) for c in [*[c for c in row_level if c in by], "check"]]
+    # One id per sample from its factors, then the row factors stacked on it: together a
+    # mixed-radix number over every factor, which _count decodes.
+    sample_ids = _combine(per_sample)
+    ids = _combine(per_row, start=sample_ids[rows["sample"].to_numpy()])
+    factors = [*per_sample, *per_row]
+    sizes = [f.size for f in factors]
+    codes, table = _count(ids, sizes, rows["class"].to_numpy(), _CLASSES[source])
+    stage = pd.DataFrame({f.name: f.column(c) for f, c in zip(factors, codes, strict=True)})
+    for name, values in _counts_frame(table, source).items():
+        stage[name] = values
+    for field in case_level:
+        stage[field] = case_field(run, stage, field)
+    return _finish(stage, by, COUNTS[source])
+
+
+def _check_rows(run: Run) -> pd.DataFrame:
+    """One row per (sample, check) plus the derived ``all`` rows; cached on the Run.
+
+    Columns: ``sample`` (position in the samples table), ``check`` and ``class``.
+    """
+    cached = run._derived.get("check_rows")
+    if cached is not None:
+        return cached
+    samples = run.table("samples", ["status"])
+    checks = run.table("checks", ["outcome"])
+    position = sample_positions(samples, checks)
+    known = position >= 0
+    if not known.all():
+        position = position[known]
+    code = _outcome_codes(checks["outcome"])
+    check_codes = checks["check"].cat.codes.to_numpy()
+    if not known.all():
+        code, check_codes = code[known], check_codes[known]
+    incomplete = (samples["status"] != "completed").to_numpy(dtype=bool)
+
+    # all = the smallest code of a sample's checks: 0 (any fail) < 1 (all pass) < 2 (unscored)
+    all_code = np.full(len(samples), 3, dtype=np.int8)
+    np.minimum.at(all_code, position, code)
+    with_checks = np.flatnonzero(all_code < 3).astype(position.dtype)
+
+    categories = list(checks["check"].cat.categories)
+    if ALL not in categories:
+        categories.append(ALL)
+    rows = pd.DataFrame(
+        {
+            "sample": np.concatenate([position, with_checks]),
+            "check": pd.Categorical.from_codes(
+                np.concatenate(
+                    [
+                        check_codes,
+                        np.full(len(with_checks), categories.index(ALL), check_codes.dtype),
+                    ]
+                ).astype(np.int32),
+                categories,
+            ),
+            "class": np.concatenate(
+                [
+                    _check_classes(code, incomplete[position]),
+                    _check_classes(all_code[with_checks], incomplete[with_checks]),
+                ]
+            ),
+        }
+    )
+    run._derived["check_rows"] = rows
+    return rows
+
+
+def _verdict_rows(run: Run, *, per_annotator: bool) -> pd.DataFrame:
+    """Latest verdict per (sample, annotator), plus rows for samples without one."""
+    cache_key = ("verdict_rows", per_annotator)
+    cached = run._derived.get(cache_key)
+    if cached is not None:
+        return cached
+    samples = run.table("samples", ["status"])
+    verdicts = run.table("verdicts")
+    _check_verdict_values(verdicts["verdict"])
+    position = sample_positions(samples, verdicts)
+    latest = (
+        pd.DataFrame(
+            {
+                "sample": position,
+                "annotator": verdicts["annotator"],
+                "verdict": verdicts["verdict"],
+                "created_at": verdicts["created_at"],
+            }
+        )
+        .loc[position >= 0]
+        .sort_values("created_at", kind="stable")
+        .drop_duplicates(["sample", "annotator"], keep="last")
+        .drop(columns="created_at")
+    )
+    everyone = np.arange(len(samples))
+    if per_annotator:
+        annotators = latest["annotator"].cat.remove_unused_categories().cat.categories
+        grid = pd.DataFrame(
+            {
+                "sample": np.tile(everyone, len(annotators)),
+                "annotator": pd.Categorical(
+                    np.repeat(np.asarray(annotators, dtype=object), len(everyone)),
+                    categories=annotators,
+                ),
+            }
+        )
+        latest["annotator"] = latest["annotator"].cat.set_categories(annotators)
+        rows = grid.merge(latest, on=["sample", "annotator"], how="left")
+    else:
+        reviewed = np.zeros(len(samples), dtype=bool)
+        reviewed[latest["sample"].to_numpy()] = True
+        missing = pd.DataFrame({"sample": everyone[~reviewed]})
+        rows = pd.concat([latest, missing], ignore_index=True)
+    incomplete = (samples["status"] != "completed").to_numpy(dtype=bool)
+    rows = _with_verdict_classes(rows, incomplete[rows["sample"].to_numpy()])
+    run._derived[cache_key] = rows
+    return rows
+
+
+def _with_verdict_classes(rows: pd.DataFrame, incomplete: np.ndarray) -> pd.DataFrame:
+    verdict = rows["verdict"].astype(object)
+    classes = np.select(
+        [verdict.eq("pass"), verdict.eq("fail"), verdict.eq("needs_review")],
+        [0, 2, 4],
+        default=5,
+    ).astype(np.int8)
+    classes += ((classes < 4) & incomplete).astype(np.int8)
+    out = rows.drop(columns="verdict")
+    out["check"] = pd.Categorical.from_codes(np.zeros(len(rows), dtype=np.int8), [VERDICT])
+    out["class"] = classes
+    return out
+
+
+def sample_positions(samples: pd.DataFrame, other: pd.DataFrame) -> np.ndarray:
+    """For each row of ``other``, the position of its sample in ``samples`` (-1: none)."""
+    factors_s, factors_o = [], []
+    missing = np.zeros(len(other), dtype=bool)
+    for column in ("run_id", "case_id", "variant"):
+        ours = samples[column]
+        theirs = other[column]
+        if not theirs.cat.categories.equals(ours.cat.categories):
+            theirs = theirs.cat.set_categories(ours.cat.categories)
+        codes = theirs.cat.codes.to_numpy()
+        if (codes < 0).any():
+            missing |= codes < 0
+            codes = np.maximum(codes, 0)
+        factors_s.append((ours.cat.codes.to_numpy(), len(ours.cat.categories)))
+        factors_o.append((codes, len(ours.cat.categories)))
+    repeat_s = samples["repeat"].to_numpy()
+    repeat_o = other["repeat"].to_numpy()
+    span = int(max(repeat_s.max(initial=0), repeat_o.max(initial=0))) + 1
+    factors_s.append((repeat_s, span))
+    factors_o.append((repeat_o, span))
+    top = math.prod(size for _, size in factors_s)
+    dtype = np.int32 if top < 2**31 else np.int64
+    key_s, key_o = _mixed(factors_s, dtype), _mixed(factors_o, dtype)
+    order = np.arange(len(samples), dtype=np.int32 if len(samples) < 2**31 else np.int64)
+    if top <= 8 * (len(samples) + len(other)) + 1024:
+        lookup = np.full(top, -1, dtype=order.dtype)
+        lookup[key_s] = order
+        if (lookup[key_s] != order).any():
+            _duplicate_samples(samples)
+        position = lookup[key_o]
+    else:
+        index = pd.Index(key_s)
+        if not index.is_unique:
+            _duplicate_samples(samples)
+        position = index.get_indexer(key_o).astype(order.dtype)
+    if missing.any():
+        position[missing] = -1
+    return position
+
+
+def _mixed(factors: list[tuple[np.ndarray, int]], dtype: Any) -> np.ndarray:
+    ids = factors[0][0].astype(dtype)
+    for codes, size in factors[1:]:
+        ids *= size
+        ids += codes
+    return ids
+
+
+def _duplicate_samples(samples: pd.DataFrame) -> None:
+    twice = samples[samples.duplicated(KEY, keep=False)][KEY].head(1)
+    example = tuple(twice.iloc[0]) if len(twice) else ()
+    raise StoreError(
+        f"the samples table has duplicate keys (run_id, case_id, variant, repeat), e.g. "
+        f"{example!r}; a sample must be stored once"
+    )
+
+
+def _outcome_codes(outcome: pd.Series) -> np.ndarray:
+    """False 0, True 1, null 2."""
+    return outcome.astype("boolean").to_numpy(dtype=np.int8, na_value=_NULL)
+
+
+def case_field(run: Run, frame: pd.DataFrame, field: str) -> Any:
+    """A case field (or ``metadata.<key>``) for each row of ``frame`` (run_id, case_id)."""
+    cases = run.cases
+    if field.startswith("metadata."):
+        key = field.removeprefix("metadata.")
+        values = cases["metadata"].map(lambda m: m.get(key))
+    else:
+        values = cases[field]
+    lookup = pd.Series(
+        values.to_numpy(),
+        index=pd.MultiIndex.from_arrays(
+            [cases["run_id"].astype(object), cases["case_id"].astype(object)]
+        ),
+    )
+    pairs = frame[["run_id", "case_id"]].drop_duplicates()
+    found = lookup.reindex(
+        pd.MultiIndex.from_arrays([pairs["run_id"].astype(object), pairs["case_id"].astype(object)])
+    ).to_numpy()
+    if field == "group":
+        # A case missing from the manifest is its own group.
+        found = np.where(pd.isna(found), pairs["case_id"].astype(object).to_numpy(), found)
+    per_pair = pairs.assign(_value=found)
+    return frame[["run_id", "case_id"]].merge(per_pair, how="left", sort=False)["_value"].to_numpy()
+
+
+# -- rows from a frame --------------------------------------------------------------------
+
+
+def _frame_tallies(frame: pd.DataFrame, by: list[str], check: Any, source: str) -> pd.DataFrame:
+    counts = COUNTS[source]
+    columns = set(frame.columns)
+    if {"k", "n"} <= columns:
+        if "check" not in columns:
+            raise ValueError(
+                "a frame of counts ('k', 'n') needs a 'check' column; got columns "
+                f"{list(frame.columns)!r}"
+            )
+        rows = _select_checks(frame, check)
+        _require(rows, by, counts)
+        keep = dict.fromkeys([*by, *(["case_id"] if "case_id" in rows.columns else []), "check"])
+        rows = rows[list(keep) + [c for c in counts if c in columns]].copy()
+        for c in counts:
+            if c not in columns:
+                rows[c] = 0
+        return _finish(rows, by, counts)
+    if source == "checks":
+        missing = [c for c in ("check", "outcome") if c not in columns]
+        if missing:
+            raise ValueError(
+                f"'data' must hold check outcomes (columns 'check' and 'outcome') or counts "
+                f"('k', 'n', 'check'); missing {missing!r} in {list(frame.columns)!r}"
+            )
+        rows = _frame_check_rows(frame, derive_all=_wants_all(check))
+    else:
+        if "verdict" not in columns:
+            raise ValueError(
+                f"with source='verdicts', 'data' must have a 'verdict' column; got "
+                f"{list(frame.columns)!r}"
+            )
+        rows = _frame_verdict_rows(frame)
+    rows = _select_checks(rows, check)
+    _require(rows, by, counts)
+    keys = list(dict.fromkeys([*by, *(["case_id"] if "case_id" in rows.columns else [])]))
+    factors = [_Factor(c, rows[c]) for c in [*keys, "check"]]
+    codes, table = _count(
+        _combine(factors), [f.size for f in factors], rows["class"].to_numpy(), _CLASSES[source]
+    )
+    stage = pd.DataFrame({f.name: f.column(c) for f, c in zip(factors, codes, strict=True)})
+    for name, values in _counts_frame(table, source).items():
+        stage[name] = values
+    return _finish(stage, by, counts)
+
+
+def _require(rows: pd.DataFrame, by: list[str], counts: list[str]) -> None:
+    unknown = [c for c in by if c not in rows.columns]
+    if unknown:
+        have = [c for c in rows.columns if c not in (*counts, "class")]
+        raise ValueError(
+            f"'by' names columns the frame does not have: {unknown!r}; it has {have!r}"
+        )
+
+
+def _wants_all(check: Any) -> bool:
+    return check is None or check == ALL or (not isinstance(check, str) and ALL in check)
+
+
+def _frame_check_rows(frame: pd.DataFrame, *, derive_all: bool) -> pd.DataFrame:
+    code = _outcome_codes(frame["outcome"])
+    incomplete = _incomplete(frame)
+    rows = frame.drop(columns=[c for c in _CHECK_LEVEL if c != "check" and c in frame.columns])
+    rows["class"] = _check_classes(code, incomplete)
+    if not derive_all or (frame["check"] == ALL).any():
+        return rows
+    identity = [c for c in frame.columns if c not in _CHECK_LEVEL and _hashable(frame[c])]
+    if "case_id" not in identity:
+        return rows
+    sample = frame.groupby(identity, observed=True, dropna=False, sort=False).ngroup().to_numpy()
+    _, first = np.unique(sample, return_index=True)
+    every = np.full(len(first), 3, dtype=np.int8)
+    np.minimum.at(every, sample, code)
+    broken = np.zeros(len(first), dtype=bool)
+    np.logical_or.at(broken, sample, incomplete)
+    derived = frame.iloc[first][identity].reset_index(drop=True)
+    derived["check"] = ALL
+    derived["class"] = _check_classes(every, broken)
+    return pd.concat([rows, derived], ignore_index=True)
+
+
+def _frame_verdict_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    _check_verdict_values(frame["verdict"])
+    rows = frame
+    if {"annotator", "created_at"} <= set(frame.columns):
+        identity = [c for c in (*KEY, "annotator") if c in frame.columns]
+        reviewed = frame[frame["verdict"].notna()].sort_values("created_at", kind="stable")
+        latest = reviewed.drop_duplicates(identity, keep="last")
+        rows = pd.concat([latest, frame[frame["verdict"].isna()]], ignore_index=True)
+    incomplete = _incomplete(rows)
+    rows = rows.drop(columns=[c for c in ("status", "created_at", "reason") if c in rows.columns])
+    return _with_verdict_classes(rows.reset_index(drop=True), incomplete)
+
+
+def _incomplete(frame: pd.DataFrame) -> np.ndarray:
+    if "status" in frame.columns:
+        status = frame["status"]
+        return (status.notna() & (status != "completed")).to_numpy(dtype=bool)
+    if "incomplete" in frame.columns:
+        return frame["incomplete"].fillna(False).to_numpy(dtype=bool)
+    return np.zeros(len(frame), dtype=bool)
+
+
+def _check_verdict_values(verdict: pd.Series) -> None:
+    bad = sorted(set(verdict.dropna().astype(object)) - set(VERDICTS))
+    if bad:
+        raise ValueError(
+            f"'verdict' values must be one of {', '.join(map(repr, VERDICTS))}; got {bad!r}"
+        )
+
+
+def _hashable(column: pd.Series) -> bool:
+    if column.dtype != object:
+        return True
+    first = column.dropna().head(1)
+    return first.empty or not isinstance(first.iloc[0], list | dict | set | np.ndarray)
+
+
+# -- shared -------------------------------------------------------------------------------
+
+
+def check_names(rows: pd.DataFrame) -> list[str]:
+    """The check names present in rows, in category (or first-seen) order."""
+    column = rows["check"]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        used = np.bincount(codes[codes >= 0], minlength=len(column.cat.categories)) > 0
+        return [str(c) for c, on in zip(column.cat.categories, used, strict=True) if on]
+    return [str(c) for c in pd.unique(column.dropna())]
+
+
+def _select_checks(rows: pd.DataFrame, check: Any) -> pd.DataFrame:
+    if check is None:
+        return rows
+    wanted = names("check", check)
+    available = check_names(rows)
+    # "all" may be asked of any run: with no check results it simply has no rows.
+    unknown = [c for c in wanted if c not in available and c != ALL]
+    if unknown:
+        options = ", ".join(repr(c) for c in available) or "none (no check results)"
+        raise ValueError(f"'check' must be one of {options}; got {unknown!r}")
+    if set(wanted) == set(available):
+        return rows
+    column = rows["check"]
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        keep = np.append(column.cat.categories.isin(wanted), False)
+        return rows[keep[column.cat.codes.to_numpy()]]
+    return rows[column.isin(wanted).to_numpy()]
+
+
+def _finish(stage: pd.DataFrame, by: list[str], counts: list[str]) -> pd.DataFrame:
+    if "tags" in by:
+        stage = stage.explode("tags", ignore_index=True)
+    keys = [*by, "check"]
+    grouped = stage.groupby(keys, observed=True, dropna=False, sort=True)
+    out = grouped[counts].sum()
+    if "case_id" in stage.columns:
+        out.insert(0, "cases", grouped["case_id"].nunique())
+    else:
+        out.insert(0, "cases", pd.array([pd.NA] * len(out), dtype="Int64"))
+    out = out.reset_index()
+    if isinstance(out["check"].dtype, pd.CategoricalDtype):
+        out["check"] = out["check"].cat.remove_unused_categories()
+    for c in counts:
+        out[c] = out[c].astype("int64")
+    return out

@@ -1,0 +1,336 @@
+"""The run report: rates, suite rate, comparison and latency, as terminal text or HTML.
+
+The report never shows raw answers, prompts or model output: only ids, names, counts
+and statistics. Text and HTML are rendered from the same sections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evalnb._exceptions import EvalnbError
+from evalnb.analysis import _args
+from evalnb.analysis._format import interval_text, number, share, signed, text_table
+from evalnb.analysis._tally import ALL
+from evalnb.analysis.compare import compare, compare_cases
+from evalnb.analysis.frames import Run, load
+from evalnb.analysis.latency import latency
+from evalnb.analysis.rates import rates
+from evalnb.analysis.suite import suite_rate
+
+__all__ = ["add_report_arguments", "report_command", "report_html", "report_text"]
+
+#: Per-case rows shown before the rest is summarised.
+MAX_CASES = 100
+#: Cases listed under "cases that moved most".
+MAX_MOVED = 10
+
+
+@dataclass
+class Section:
+    """One titled table of the report, already formatted as strings."""
+
+    title: str
+    table: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+def report_text(
+    run: Run, *, baseline: str | None = None, check: str = ALL, level: float = 0.95
+) -> str:
+    """The report as plain text for a terminal.
+
+    ``baseline`` is the variant the others are compared with (default: the first);
+    ``check`` is the check the suite rate, per-case table and comparison use.
+    """
+    title, sections = _sections(run, baseline=baseline, check=check, level=level)
+    lines = [title, "=" * len(title)]
+    for section in sections:
+        lines += ["", section.title, "-" * len(section.title)]
+        if section.table.empty:
+            lines.append("(nothing to show)")
+        else:
+            lines.append(text_table(section.table))
+        lines += [f"note: {note}" for note in section.notes]
+    return "\n".join(lines) + "\n"
+
+
+def report_html(
+    run: Run, *, baseline: str | None = None, check: str = ALL, level: float = 0.95
+) -> str:
+    """The same report as one self-contained HTML page (no scripts, no external files)."""
+    title, sections = _sections(run, baseline=baseline, check=check, level=level)
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    for section in sections:
+        body.append(f"<h2>{html.escape(section.title)}</h2>")
+        if section.table.empty:
+            body.append("<p>(nothing to show)</p>")
+        else:
+            body.append(section.table.to_html(index=False, border=0, escape=True))
+        body += [f"<p class='note'>{html.escape(note)}</p>" for note in section.notes]
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
+        f"<body>{''.join(body)}</body></html>\n"
+    )
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2rem;color:#222;max-width:70rem}"
+    "h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}"
+    "table{border-collapse:collapse;font-variant-numeric:tabular-nums}"
+    "th,td{padding:.25rem .7rem;border-bottom:1px solid #ddd;text-align:left}"
+    "th{background:#f4f4f4}.note{color:#555;font-size:.9rem}"
+)
+
+
+def _sections(
+    run: Run, *, baseline: str | None, check: str, level: float
+) -> tuple[str, list[Section]]:
+    if not isinstance(run, Run):
+        raise TypeError(f"'run' must be a Run (from evalnb.load); got {type(run).__name__}")
+    level = _args.level(level)
+    variants = run.variants
+    if baseline is not None:
+        _args.choice("baseline", baseline, variants)
+    sections = [_samples_section(run)]
+    checks = run.table("checks", ["outcome"])["check"]
+    if checks.empty:
+        sections[0].notes.append("no check results: there are no rates to report")
+    else:
+        _args.choice("check", check, [ALL, *map(str, checks.cat.categories)])
+        sections += [
+            _suite_section(run, check, level),
+            _checks_section(run, level),
+            _cases_section(run, check, level),
+        ]
+        if len(variants) > 1:
+            sections += _comparison_sections(run, baseline or variants[0], check, level)
+    sections.append(_latency_section(run))
+    return _title(run, variants), sections
+
+
+def _title(run: Run, variants: list[str]) -> str:
+    runs = ", ".join(f"{run_id} ({m.get('status')})" for run_id, m in run.manifests.items())
+    cases = run.cases
+    splits = ", ".join(f"{k} {v}" for k, v in cases["split"].value_counts().items() if v)
+    repeats = sorted({m.get("repeats") for m in run.manifests.values()}, key=str)
+    return (
+        f"evalnb report: {runs}; {cases['case_id'].nunique()} cases ({splits}); "
+        f"variants {', '.join(variants)}; repeats {', '.join(map(str, repeats))}"
+    )
+
+
+def _samples_section(run: Run) -> Section:
+    table = run.summary()
+    if len(run.run_ids) == 1:
+        table = table.drop(columns="run_id")
+    return Section(
+        "Samples",
+        table.astype(str),
+        ["incomplete samples (error, timeout, ...) stay in every denominator and fail"],
+    )
+
+
+def _suite_section(run: Run, check: str, level: float) -> Section:
+    splits = run.cases["split"].astype(object).nunique()
+    by = ["variant", "split"] if splits > 1 else ["variant"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        suite = suite_rate(run, by, check=check, level=level)
+    table = pd.DataFrame(
+        {
+            **{k: suite[k].astype(str) for k in by},
+            "cases": suite["cases"].astype(str),
+            "repeats": suite["repeats"].map(lambda v: f"{v:.3g}"),
+            "passed": [share(k, n) for k, n in zip(suite["k"], suite["samples"], strict=True)],
+            "rate": suite["estimate"].map(number),
+            "interval": [
+                interval_text(lo, hi, level)
+                for lo, hi in zip(suite["low"], suite["high"], strict=True)
+            ],
+            "se": suite["se"].map(number),
+            "design effect": suite["design_effect"].map(lambda v: number(v, 2)),
+            "basis": suite["basis"],
+        }
+    )
+    notes = [
+        "mean of per-case pass rates; the interval is across cases (the case is the unit, "
+        "repeats are draws inside it), clustered by case group"
+    ]
+    notes += [str(w.message).removeprefix("suite_rate: ") for w in caught]
+    return Section(f"Suite rate, check '{check}'", table, notes)
+
+
+def _checks_section(run: Run, level: float) -> Section:
+    table = rates(run, ["variant"], level=level)
+    shown = pd.DataFrame(
+        {
+            "check": table["check"].astype(str),
+            "variant": table["variant"].astype(str),
+            "passed": [share(k, n) for k, n in zip(table["k"], table["n"], strict=True)],
+            "rate": table["estimate"].map(number),
+            "interval": [
+                interval_text(lo, hi, level)
+                for lo, hi in zip(table["low"], table["high"], strict=True)
+            ],
+            "unscored": table["unscored"].astype(str),
+            "incomplete": table["incomplete"].astype(str),
+        }
+    ).sort_values(["check", "variant"], key=_stable_order(table), kind="stable")
+    return Section(
+        "Checks by variant",
+        shown,
+        [
+            "pooled over cases: these intervals treat samples as independent trials; "
+            "unscored outcomes (check not applicable) are left out of the denominator"
+        ],
+    )
+
+
+def _stable_order(table: pd.DataFrame) -> Any:
+    order = {
+        "check": {str(c): i for i, c in enumerate(table["check"].cat.categories)},
+        "variant": {str(v): i for i, v in enumerate(table["variant"].cat.categories)},
+    }
+    return lambda column: column.map(order[column.name])
+
+
+def _cases_section(run: Run, check: str, level: float) -> Section:
+    table = rates(run, ["case_id", "variant"], check=check, level=level)
+    table = table.assign(
+        cell=[
+            f"{share(k, n)} {number(e, 2)} ({number(lo, 2)} to {number(hi, 2)})"
+            if n
+            else "unscored"
+            for k, n, e, lo, hi in zip(
+                table["k"], table["n"], table["estimate"], table["low"], table["high"], strict=True
+            )
+        ]
+    )
+    wide = table.pivot(index="case_id", columns="variant", values="cell")
+    wide = wide.reset_index().rename_axis(columns=None)
+    wide.columns = [str(c) for c in wide.columns]
+    wide = wide.astype(str).replace("nan", "")
+    notes = [f"passed/scored, rate and {level * 100:g}% Wilson interval per case and variant"]
+    if len(wide) > MAX_CASES:
+        notes.append(f"{len(wide) - MAX_CASES} more cases not shown (see evalnb.rates)")
+        wide = wide.head(MAX_CASES)
+    return Section(f"Per case, check '{check}'", wide, notes)
+
+
+def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> list[Section]:
+    rows, moved = [], []
+    for variant in run.variants:
+        if variant == baseline:
+            continue
+        result = compare(run, a=baseline, b=variant, check=check, level=level)
+        if result.empty:
+            continue
+        row = result.iloc[0]
+        rows.append(
+            {
+                "A": baseline,
+                "B": variant,
+                "cases": str(row["cases"]),
+                "repeats": f"{row['repeats_a']:.3g} / {row['repeats_b']:.3g}",
+                "B - A": signed(row["diff"]),
+                "interval": interval_text(row["low"], row["high"], level),
+                "p": f"{row['p_value']:.3g}",
+                "correlation": number(row["correlation"], 2),
+                "verdict": row["verdict"],
+                "method": row["method"],
+            }
+        )
+        cases = compare_cases(run, a=baseline, b=variant, check=check)
+        cases = cases[cases["paired"] & (cases["diff"].abs() > 0)].head(MAX_MOVED)
+        moved += [
+            {
+                "B": variant,
+                "case": str(c.case_id),
+                "A rate": f"{share(c.k_a, c.n_a)} {number(c.rate_a, 2)}",
+                "B rate": f"{share(c.k_b, c.n_b)} {number(c.rate_b, 2)}",
+                "B - A": signed(c.diff, 2),
+            }
+            for c in cases.itertuples(index=False)
+        ]
+    comparison = Section(
+        f"Comparison with {baseline}, check '{check}'",
+        pd.DataFrame(rows),
+        [
+            "paired per-case differences (B - A), standard error across cases, t interval "
+            "with cases - 1 degrees of freedom: it generalises to new cases like these; "
+            "never decided from overlapping intervals"
+        ],
+    )
+    return [comparison, Section("Cases that moved most", pd.DataFrame(moved))]
+
+
+def _latency_section(run: Run) -> Section:
+    table = latency(run, "variant")
+    shown = pd.DataFrame(
+        {
+            "variant": table["variant"].astype(str),
+            "n": table["n"].astype(str),
+            "incomplete": table["incomplete"].astype(str),
+            "median ms": table["median_ms"].map(lambda v: number(v, 0)),
+            "p95 ms": table["p95_ms"].map(lambda v: number(v, 0)),
+            "max ms": table["max_ms"].map(lambda v: number(v, 0)),
+        }
+    )
+    return Section(
+        "Latency",
+        shown,
+        [
+            "whole attempt, incomplete samples included; median is the lower middle "
+            "observation, p95 the nearest rank"
+        ],
+    )
+
+
+# -- command line -------------------------------------------------------------------------
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb report`` arguments to ``parser`` (a subcommand parser)."""
+    parser.add_argument(
+        "run", nargs="+", metavar="RUN_DIR", help="run directory (several load as one)"
+    )
+    parser.add_argument("--html", metavar="FILE", help="also write the report as an HTML page")
+    parser.add_argument("--baseline", metavar="VARIANT", help="variant to compare the others with")
+    parser.add_argument(
+        "--check", default=ALL, metavar="NAME", help="check to report (default: all)"
+    )
+    parser.add_argument("--level", type=float, default=0.95, metavar="L", help="confidence level")
+    return parser
+
+
+def report_command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None) -> int:
+    """Run ``evalnb report``: print the report; 0 on success, 2 on misuse."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    options = {"baseline": args.baseline, "check": args.check, "level": args.level}
+    try:
+        run = load(args.run)
+        text = report_text(run, **options)
+        page = report_html(run, **options) if args.html else None
+    except (ValueError, TypeError, EvalnbError) as exc:
+        print(f"evalnb report: {exc}", file=stderr)
+        return 2
+    print(text, end="", file=stdout)
+    if page is not None:
+        try:
+            Path(args.html).write_text(page, encoding="utf-8")
+        except OSError as exc:
+            print(f"evalnb report: --html {args.html}: cannot write ({exc.strerror})", file=stderr)
+            return 2
+        print(f"wrote {args.html}", file=stderr)
+    return 0

@@ -1,0 +1,78 @@
+"""The run report: text and self-contained HTML with the same sections, never raw answers."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+
+import pytest
+
+from evalnb.analysis import add_report_arguments, load, report_command, report_html, report_text
+from tests.test_analysis_runs import counts_rows, write_run
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rows = counts_rows({"v1": [8, 7, 8, 10], "v2": [9, 10, 10, 10]}, 10)
+    rows[0] |= {"status": "timeout", "checks": {"ok": False}}
+    cases = [{"id": "case-00", "split": "heldout"}, *({"id": f"case-0{i}"} for i in (1, 2, 3))]
+    cases.append({"id": "<b>odd</b>"})
+    rows += [
+        {"case_id": "<b>odd</b>", "variant": v, "repeat": r, "checks": {"ok": True}}
+        for v in ("v1", "v2")
+        for r in range(10)
+    ]
+    return write_run(tmp_path_factory.mktemp("report") / "shop", rows, cases=cases)
+
+
+def test_text_report_has_every_section_and_no_answers(shop: Path) -> None:
+    text = report_text(load(shop))
+    for title in (
+        "Samples",
+        "Suite rate, check 'all'",
+        "Checks by variant",
+        "Per case, check 'all'",
+        "Comparison with v1, check 'all'",
+        "Cases that moved most",
+        "Latency",
+    ):
+        assert f"\n{title}\n" in text
+    assert "SECRET ANSWER" not in text and "question" not in text
+    assert "can't tell yet" in text
+    assert "pooled over cases" in text  # the pooled intervals say what they assume
+    assert "heldout" in text  # dev and held-out cases are reported apart
+    assert " 7/10 0.70 (0.40 to 0.89)" in text  # Wilson 95% for 7/10
+
+
+def test_html_report_is_self_contained_and_escaped(shop: Path) -> None:
+    page = report_html(load(shop), baseline="v2")
+    assert page.startswith("<!DOCTYPE html>") and "<table" in page
+    assert "<script" not in page and "http" not in page and "<link" not in page
+    assert "<b>odd</b>" not in page and "&lt;b&gt;odd&lt;/b&gt;" in page
+    assert "Comparison with v2" in page
+    assert "SECRET ANSWER" not in page
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    parser = add_report_arguments(argparse.ArgumentParser(prog="evalnb report"))
+    out, err = io.StringIO(), io.StringIO()
+    code = report_command(parser.parse_args(list(argv)), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_report_command_writes_html_too(shop: Path, tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    code, out, err = run_cli(str(shop), "--html", str(target))
+    assert code == 0 and out.startswith("evalnb report: shop (complete)")
+    assert target.read_text().startswith("<!DOCTYPE html>")
+    assert str(target) in err
+
+
+def test_report_command_usage_errors(shop: Path, tmp_path: Path) -> None:
+    code, _, err = run_cli(str(tmp_path / "nowhere"))
+    assert code == 2 and "not a run directory" in err
+    code, _, err = run_cli(str(shop), "--baseline", "v9")
+    assert code == 2 and "'baseline' must be one of 'v1', 'v2'; got 'v9'" in err
+    code, _, err = run_cli(str(shop), "--check", "nope")
+    assert code == 2 and "'check' must be one of 'all', 'ok'; got 'nope'" in err
