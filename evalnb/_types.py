@@ -216,6 +216,7 @@ class Completion:
     stderr_truncated: bool = False
     trace: str | None = None
     trace_truncated: bool = False
+    facts: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,7 @@ class Sample:
     requested: tuple[Action, ...] = ()
     executed: tuple[Action, ...] = ()
     evidence_problem: str | None = None
+    facts: str | None = None
 
     @property
     def completed(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from typing import Any
 
 from evalnb._exceptions import EvalnbError
 from evalnb._types import Variant
+from evalnb.containment import Containment
 from evalnb.experiment import load_experiment, parse_value, parse_variant
 from evalnb.runner import run
 from evalnb.targets import Command, OpenAIChat
@@ -31,25 +33,55 @@ class _UsageError(EvalnbError):
     pass
 
 
-def _target(spec: dict[str, Any], stack: contextlib.ExitStack) -> Any:
-    kinds = [k for k in ("standin", "base_url", "command") if spec.get(k)]
-    if len(kinds) != 1:
-        raise _UsageError(
-            "choose exactly one target: --standin, --base-url URL or --command 'ARGV'; "
-            f"got {', '.join(kinds) or 'none'}"
-        )
-    if spec.get("command"):
-        argv = spec["command"]
-        argv = shlex.split(argv) if isinstance(argv, str) else list(argv)
-        return Command(argv, **({"timeout": spec["timeout"]} if spec.get("timeout") else {}))
-    base_url = spec.get("base_url")
+def _command_argv(spec: dict[str, Any], server: str | None, base_dir: Path) -> list[str]:
+    """The harness argv with ``{python}``, ``{base_url}`` and ``{model}`` filled in, and
+    script paths made absolute (the process runs in a fresh workspace)."""
+    argv = spec["command"]
+    argv = shlex.split(argv) if isinstance(argv, str) else list(argv)
+    values = {"python": sys.executable, "base_url": server, "model": spec.get("model")}
+    out = []
+    for arg in argv:
+        for name, value in values.items():
+            if f"{{{name}}}" in arg:
+                if value is None:
+                    raise _UsageError(
+                        f"the command uses {{{name}}}, but no {name} was given "
+                        "(--standin or --base-url, --model)"
+                    )
+                arg = arg.replace(f"{{{name}}}", value)
+        local = base_dir / arg
+        out.append(str(local.resolve()) if not os.path.isabs(arg) and local.is_file() else arg)
+    return out
+
+
+def _target(spec: dict[str, Any], stack: contextlib.ExitStack, base_dir: Path) -> Any:
+    """The target an experiment's settings describe.
+
+    ``standin`` or ``base_url`` name the model server; with ``command`` the target is the
+    harness (which reaches that server through ``{base_url}`` in its argv), otherwise
+    the server itself through ``OpenAIChat``.
+    """
+    if spec.get("standin") and spec.get("base_url"):
+        raise _UsageError("choose one model server: --standin or --base-url URL, not both")
+    server = spec.get("base_url")
     if spec.get("standin"):
         from evalnb.standin import StandIn
 
-        base_url = stack.enter_context(StandIn()).base_url
+        server = stack.enter_context(StandIn()).base_url
+    if spec.get("command"):
+        containment = Containment() if spec.get("containment") else None
+        return Command(
+            _command_argv(spec, server, base_dir),
+            setup=containment.setup if containment else None,
+            inspect=containment.inspect if containment else None,
+            require_trace=bool(spec.get("require_trace")),
+            **({"timeout": spec["timeout"]} if spec.get("timeout") else {}),
+        )
+    if server is None:
+        raise _UsageError("choose a target: --standin, --base-url URL or --command 'ARGV'")
     options = {k: spec[k] for k in ("timeout", "max_retries") if spec.get(k) is not None}
     return OpenAIChat(
-        base_url,
+        server,
         spec.get("model"),
         api_key_env=spec.get("api_key_env"),
         params=spec.get("params") or {},
@@ -82,9 +114,14 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         "api_key_env": args.api_key_env,
         "timeout": args.request_timeout,
     }
-    if any(flags[k] for k in ("standin", "base_url", "command")):
-        for key in ("standin", "base_url", "command"):
-            spec.pop(key, None)
+    if flags["standin"] or flags["base_url"]:
+        spec.pop("standin", None)
+        spec.pop("base_url", None)
+    if flags["command"]:
+        spec.pop("command", None)
+    for key in ("containment", "require_trace"):
+        if getattr(args, key):
+            spec[key] = True
     spec.update({k: v for k, v in flags.items() if v is not None})
     if args.param:
         spec["params"] = {**spec.get("params", {}), **_params(args.param)}
@@ -95,7 +132,8 @@ def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     with contextlib.ExitStack() as stack:
-        target = _target(spec, stack)
+        base_dir = experiment.path.parent if experiment and not args.command else Path.cwd()
+        target = _target(spec, stack, base_dir)
         judge = None
         if args.judge_model:
             judge_url = args.judge_base_url or getattr(target, "base_url", None)
@@ -201,8 +239,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--base-url", help="target: OpenAI-compatible URL, e.g. http://127.0.0.1:8080/v1"
     )
-    p.add_argument("--command", help="target: harness command, e.g. 'python app.py {request}'")
+    p.add_argument(
+        "--command",
+        help="target: harness command, e.g. '{python} app.py --url {base_url} {request}'",
+    )
     p.add_argument("--model", help="model name sent in every request")
+    p.add_argument(
+        "--containment",
+        action="store_true",
+        help="command target: private marker files, and check nothing leaks or changes",
+    )
+    p.add_argument(
+        "--require-trace", action="store_true", help="command target: no usable trace = malformed"
+    )
     p.add_argument("--api-key-env", help="name of the environment variable holding the API key")
     p.add_argument("--param", action="append", default=[], help="request param KEY=VALUE")
     p.add_argument(

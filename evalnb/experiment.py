@@ -31,6 +31,8 @@ __all__ = ["Experiment", "load_experiment", "parse_value", "parse_variant"]
 
 _TOP = ("cases", "repeats", "concurrency", "order", "seed", "timeout", "target", "variants")
 _TARGET = (
+    "containment",
+    "require_trace",
     "standin",
     "base_url",
     "command",

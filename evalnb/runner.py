@@ -11,6 +11,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import json
+import math
 import os
 import platform
 import random
@@ -94,45 +95,76 @@ def plan(
     return planned
 
 
+def _p95(values: Sequence[float]) -> float:
+    """Nearest-rank 95th percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
 @dataclass
 class RunResult:
-    """Where a run was written and how its samples ended (per variant)."""
+    """Where a run was written and how its samples ended, per variant.
+
+    ``counts`` are sample statuses; ``checks`` maps each check to ``(passed, scored)``
+    (unscored outcomes are left out, incomplete samples stay in and fail).
+    """
 
     path: Path
     run_id: str
     status: str
     counts: dict[str, Counter[str]] = field(default_factory=dict)
     latencies: dict[str, list[float]] = field(default_factory=dict)
+    checks: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per variant: completed, total, latency (lower median, nearest-rank p95)."""
+        rows = []
+        for variant, counts in self.counts.items():
+            latency = self.latencies.get(variant) or [0.0]
+            rows.append(
+                {
+                    "variant": variant,
+                    "completed": counts["completed"],
+                    "total": sum(counts.values()),
+                    "incomplete": {s: n for s, n in sorted(counts.items()) if s != "completed"},
+                    "median_ms": statistics.median_low(latency),
+                    "p95_ms": _p95(latency),
+                    "checks": self.checks.get(variant, {}),
+                }
+            )
+        return rows
 
     def summary(self) -> str:
-        """A one-screen text summary: per variant completed/total and median latency."""
+        """A one-screen text summary; never shows answers."""
         lines = [f"run {self.run_id} ({self.status}): {self.path}"]
         width = max((len(v) for v in self.counts), default=7)
-        for variant, counts in self.counts.items():
-            total = sum(counts.values())
-            incomplete = ", ".join(
-                f"{status} {n}" for status, n in sorted(counts.items()) if status != "completed"
-            )
-            lat = self.latencies.get(variant) or [0.0]
+        for row in self.rows():
+            incomplete = ", ".join(f"{s} {n}" for s, n in row["incomplete"].items())
             lines.append(
-                f"  {variant:<{width}}  completed {counts['completed']}/{total}"
-                f"  median latency {statistics.median_low(lat):,.0f} ms"
+                f"  {row['variant']:<{width}}  completed {row['completed']}/{row['total']}"
+                f"  median latency {row['median_ms']:,.0f} ms  p95 {row['p95_ms']:,.0f} ms"
                 + (f"  incomplete: {incomplete}" if incomplete else "")
             )
+            tallies = [f"{name} {k}/{n}" for name, (k, n) in row["checks"].items()]
+            for start in range(0, len(tallies), 5):
+                lines.append(f"  {'':<{width}}  " + "  ".join(tallies[start : start + 5]))
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
         import html
 
-        rows = "".join(
-            f"<tr><td>{html.escape(v)}</td><td>{c['completed']}/{sum(c.values())}</td>"
-            f"<td>{statistics.median_low(self.latencies.get(v) or [0.0]):,.0f} ms</td></tr>"
-            for v, c in self.counts.items()
+        body = "".join(
+            f"<tr><td>{html.escape(r['variant'])}</td><td>{r['completed']}/{r['total']}</td>"
+            f"<td>{r['median_ms']:,.0f} ms</td><td>{r['p95_ms']:,.0f} ms</td><td>"
+            + html.escape(", ".join(f"{c} {k}/{n}" for c, (k, n) in r["checks"].items()))
+            + "</td></tr>"
+            for r in self.rows()
         )
         return (
             f"<p>run <code>{html.escape(self.run_id)}</code> ({html.escape(self.status)}) at "
             f"<code>{html.escape(str(self.path))}</code></p><table><tr><th>variant</th>"
-            f"<th>completed</th><th>median latency</th></tr>{rows}</table>"
+            "<th>completed</th><th>median latency</th><th>p95 latency</th><th>checks</th></tr>"
+            f"{body}</table>"
         )
 
 
@@ -274,6 +306,7 @@ class _Execution:
             requested=evidence.requested,
             executed=evidence.executed,
             evidence_problem=evidence.problem,
+            facts=_json(c.facts),
         )
 
     async def record(self, case: Case, sample: Sample) -> None:
@@ -352,7 +385,7 @@ async def arun(
     checks: Iterable[Any] = (),
     timeout: float | None = None,
     progress: bool = True,
-    flush_every: int = 500,
+    flush_every: int = 5000,
     flush_seconds: float = 5.0,
     command: Sequence[str] | None = None,
     on_start: Callable[[Path], None] | None = None,
@@ -500,7 +533,16 @@ def _result(path: Path, run_id: str, variants: Sequence[Variant]) -> RunResult:
     for variant, status, latency in zip(*columns, strict=True):
         counts[variant][status] += 1
         latencies[variant].append(latency)
-    return RunResult(path, run_id, "complete", counts, latencies)
+    checks: dict[str, dict[str, list[int]]] = {v.name: {} for v in variants}
+    outcomes = store.read_table(path, "checks", ["variant", "check", "outcome"], scoring="run")
+    columns = (outcomes.column(c).to_pylist() for c in outcomes.column_names)
+    for variant, check, outcome in zip(*columns, strict=True):
+        tally = checks[variant].setdefault(check, [0, 0])
+        if outcome is not None:
+            tally[0] += outcome
+            tally[1] += 1
+    tallies = {v: {c: (k, n) for c, (k, n) in t.items()} for v, t in checks.items()}
+    return RunResult(path, run_id, "complete", counts, latencies, tallies)
 
 
 def run(cases: Sequence[Case] | str | os.PathLike[str], target: Any, **kwargs: Any) -> RunResult:

@@ -113,6 +113,7 @@ SAMPLES_SCHEMA = pa.schema(
         _field(
             "evidence_problem", pa.string(), "Why the trace could not be read, if it could not."
         ),
+        _field("facts", pa.string(), "JSON of what the target observed (e.g. containment)."),
     ],
     metadata=_META,
 )

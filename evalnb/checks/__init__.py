@@ -23,6 +23,7 @@ from evalnb._types import CheckResult, Sample
 from evalnb.checks import answers as _answers  # noqa: F401
 from evalnb.checks import judge as _judge  # noqa: F401
 from evalnb.checks import lexical as _lexical  # noqa: F401
+from evalnb.checks import observed as _observed  # noqa: F401
 from evalnb.checks import trace as _trace  # noqa: F401
 from evalnb.checks._base import (
     FunctionCheck,
@@ -106,8 +107,9 @@ def _result(check: Any, outcome: Outcome) -> CheckResult:
 
 
 def _before(check: Any, sample: Sample) -> Outcome | None:
-    """The outcome fixed before the check runs: for an incomplete sample."""
-    if sample.completed:
+    """The outcome fixed before the check runs: for an incomplete sample, unless the check
+    judges observations that exist either way (containment, settings)."""
+    if sample.completed or getattr(check, "observes_incomplete", False):
         return None
     if check.applies:
         return Outcome(False, f"incomplete sample: {sample.status}")

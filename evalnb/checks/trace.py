@@ -22,10 +22,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalnb._types import Action, Sample, ToolCall
-from evalnb.checks._base import SpecCheck, register
+from evalnb.checks._base import SpecCheck, Unscored, register
 from evalnb.checks.lexical import _flag, _text
 
-__all__ = ["Evidence", "ForbiddenAction", "RequiredAction", "evidence_from", "parse_trace"]
+__all__ = [
+    "Evidence",
+    "ForbiddenAction",
+    "RequiredAction",
+    "RequiredActions",
+    "evidence_from",
+    "parse_trace",
+]
 
 
 @dataclass(frozen=True)
@@ -209,3 +216,43 @@ class ForbiddenAction(_ActionSpec):
             return f"evidence unusable: {sample.evidence_problem}"
         found = [a for a in sample.requested if self._matches(a)]
         return "requested " + ", ".join(_describe(a) for a in found) if found else None
+
+
+def _action_list(value: Any) -> tuple[dict[str, Any], ...]:
+    if not isinstance(value, list):
+        raise ValueError("must be a list of {tool, path, error} objects (empty: unscored)")
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("tool"), str):
+            raise ValueError("must hold objects with a 'tool' name, 'path' and 'error'")
+        if set(item) - {"tool", "path", "error"}:
+            raise ValueError("must hold objects with only 'tool', 'path' and 'error'")
+    return tuple(value)
+
+
+@register
+class RequiredActions(SpecCheck):
+    """Every listed action must have been executed (the required-action screen).
+
+    ``{"type": "required_actions", "actions": [{"tool": "list_notes", "path": null},
+    {"tool": "read_note", "path": "notes.txt", "error": false}]}``; an empty list means
+    the case requires none: unscored, not passed.
+    """
+
+    type = "required_actions"
+    required = {"actions": _action_list}
+
+    def validate(self, where: str) -> None:
+        self.checks = [
+            RequiredAction({"type": "required_action", **item}, where=f"{where}.actions[{i}]")
+            for i, item in enumerate(self.values["actions"])
+        ]
+        self.applies = bool(self.checks)
+
+    def label(self) -> str:
+        return "+".join(check.label() for check in self.checks) or "none"
+
+    def __call__(self, sample: Sample) -> str | Unscored | None:
+        if not self.checks:
+            return Unscored("the case requires no actions")
+        problems = [problem for check in self.checks if (problem := check(sample))]
+        return "; ".join(problems) if problems else None

@@ -15,6 +15,7 @@ ends, so no helper it started outlives the sample.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -23,6 +24,7 @@ import re
 import shutil
 import signal
 import stat
+import subprocess
 import tempfile
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -31,6 +33,7 @@ from typing import Any
 
 from evalnb._exceptions import TargetError
 from evalnb._types import Case, Completion, Request
+from evalnb.checks.trace import parse_trace
 
 __all__ = ["Command"]
 
@@ -41,6 +44,7 @@ _DRAIN_SECONDS = 2.0
 _PLACEHOLDER = re.compile(r"\{(request|trace|workspace|prompt)\}")
 
 Setup = Callable[[Path, Path, Request], Awaitable[None] | None]
+Inspect = Callable[[Path, Path, Request, Completion], Any]
 
 
 class Command:
@@ -56,8 +60,13 @@ class Command:
 
     The process runs in the workspace, so give a script as an absolute path;
     ``describe()`` records the SHA-256 of the executable and of every absolute file
-    path in ``argv``. ``setup(tmpdir, workspace, request)``, sync or async, runs before
-    the process starts, e.g. to place files the application must not read.
+    path in ``argv``, and the interpreter's version when ``argv[0]`` is a Python.
+    ``setup(tmpdir, workspace, request)``, sync or async, runs before the process
+    starts, e.g. to place files the application must not read; ``inspect(tmpdir,
+    workspace, request, completion)`` runs after it ends (also after a timeout or a
+    crash) and returns facts to keep on the sample (``Completion.facts``).
+    With ``require_trace`` a missing or unreadable trace makes the sample ``malformed``:
+    an answer without its evidence is not a completed sample.
 
     stdout and stderr are kept up to ``max_output`` bytes each and the trace up to
     ``max_trace`` bytes; the rest is read and dropped so the process never blocks on a
@@ -77,6 +86,8 @@ class Command:
         env: Mapping[str, str] | None = None,
         answer: str = "stdout",
         setup: Setup | None = None,
+        inspect: Inspect | None = None,
+        require_trace: bool = False,
     ):
         if isinstance(argv, str | bytes) or not isinstance(argv, Sequence):
             raise TypeError(f"'argv' must be a list of strings; got {argv!r}")
@@ -102,8 +113,9 @@ class Command:
             raise TypeError(f"'env' must map names to strings; got {env!r}")
         if answer != "stdout":
             raise ValueError(f"'answer' must be 'stdout'; got {answer!r}")
-        if setup is not None and not callable(setup):
-            raise TypeError(f"'setup' must be callable; got {setup!r}")
+        for name, hook in (("setup", setup), ("inspect", inspect)):
+            if hook is not None and not callable(hook):
+                raise TypeError(f"{name!r} must be callable; got {hook!r}")
         self.argv = list(argv)
         self.timeout = float(timeout)
         self.max_output = max_output
@@ -111,6 +123,8 @@ class Command:
         self.env = dict(env or {})
         self.answer = answer
         self.setup = setup
+        self.inspect = inspect
+        self.require_trace = require_trace
 
     async def complete(self, request: Request) -> Completion:
         tmpdir = Path(tempfile.mkdtemp(prefix="evalnb-"))
@@ -137,6 +151,8 @@ class Command:
             "executable": executable,
             "executable_sha256": _sha256(executable) if executable else None,
             "files": files,
+            "interpreter": _interpreter_version(executable),
+            "require_trace": self.require_trace,
             # Values may be secrets; the names are enough to reproduce the setup.
             "env": sorted(self.env),
         }
@@ -238,6 +254,11 @@ class Command:
             trace=trace,
             trace_truncated=trace_truncated,
         )
+        if self.inspect is not None:
+            facts = self.inspect(tmpdir, workspace, request, completion)
+            if inspect.isawaitable(facts):
+                facts = await facts
+            completion = dataclasses.replace(completion, facts=dict(facts))
         if timed_out:
             raise TargetError(
                 f"timed out after {self.timeout:g} s", status="timeout", partial=completion
@@ -248,6 +269,13 @@ class Command:
             raise TargetError(message, status="error", partial=completion)
         if not completion.text:
             raise TargetError("empty answer", status="empty", partial=completion)
+        if self.require_trace:
+            problem = "no trace was written" if trace is None else None
+            problem = problem or parse_trace(trace, trace_truncated).problem
+            if problem:
+                raise TargetError(
+                    f"unusable trace: {problem}", status="malformed", partial=completion
+                )
         return completion
 
 
@@ -314,6 +342,19 @@ def _read_bounded(path: Path, limit: int) -> tuple[str | None, bool]:
     with path.open("rb") as handle:
         data = handle.read(limit + 1)
     return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
+
+
+def _interpreter_version(executable: str | None) -> str | None:
+    """``python --version`` of a Python executable; other programs are not run."""
+    if executable is None or not os.path.basename(executable).startswith("python"):
+        return None
+    try:
+        done = subprocess.run(
+            [executable, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (done.stdout or done.stderr).strip() or None
 
 
 def _last_line(text: str, width: int = 300) -> str:
