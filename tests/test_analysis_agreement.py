@@ -1,4 +1,4 @@
-"""agreement(): modal answers across draws, flakiness, pass@k and pass^k (REFERENCE C)."""
+"""agreement(): modal answers across draws, flakiness, pass@k and pass^k."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def test_the_same_data_on_forty_cases_says_b_better(forty: Path) -> None:
 
 
 def test_overlapping_intervals_are_not_the_test(four: Path) -> None:
-    # REFERENCE B: an unpaired Newcombe interval for 39/40 vs 33/40 excludes zero,
+    # The shop harness's numbers: an unpaired Newcombe interval for 39/40 vs 33/40 excludes zero,
     # (0.014, 0.296); the case-level paired interval above does not. evalnb reports the
     # paired one, which generalises to new cases.
     # statsmodels confint_proportions_2indep(39, 40, 33, 40, method="newcomb")

@@ -21,7 +21,7 @@ def row(frame: pd.DataFrame, **keys: str) -> pd.Series:
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # REFERENCE B's published run: v1 passes 8, 7, 8, 10 of 10; v2 9, 10, 10, 10.
+    # The published shop run (simple-evals harness): v1 passes 8, 7, 8, 10 of 10; v2 9, 10, 10, 10.
     root = tmp_path_factory.mktemp("shop")
     return counts_run(root / "shop", {"v1": [8, 7, 8, 10], "v2": [9, 10, 10, 10]}, 10)
 
@@ -29,7 +29,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("k", "n", "low", "high"),
     [
-        # statsmodels proportion_confint(k, n, alpha=0.05, method="wilson"), as REFERENCE B quotes
+        # statsmodels proportion_confint(k, n, alpha=0.05, method="wilson"); the shop harness quotes these
         (8, 10, 0.4902, 0.9433),
         (7, 10, 0.3968, 0.8922),
         (10, 10, 0.7225, 1.0),

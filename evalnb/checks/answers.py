@@ -1,4 +1,4 @@
-"""Checks on what the answer says: JSON contracts (REFERENCE C), answer terms (REFERENCE A)
+"""Checks on what the answer says: JSON contracts, answer terms
 and length budgets; and the canonical form of an answer used for agreement."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _normalised(text: str) -> str:
 
 
 def canonical_answer(answer: str | None, expect_keys: Sequence[str] | None = None) -> str | None:
-    """The form two answers must share to count as the same (REFERENCE C).
+    """The form two answers must share to count as the same.
 
     With ``expect_keys``: the expected keys only, sorted, as JSON (``None`` when the
     answer has no JSON object or lacks a key, so schema failures never agree). Without:
@@ -123,7 +123,7 @@ class LengthBudget(SpecCheck):
     """The answer fits a budget: ``max_chars``, or ``max_tokens`` (completion tokens).
 
     Without reported usage, ``max_tokens`` is judged as 4 characters a token (the
-    rule of REFERENCE C) and the detail says so.
+    rule of the n-sample agreement gate) and the detail says so.
     """
 
     type = "length_budget"
@@ -153,7 +153,7 @@ class LengthBudget(SpecCheck):
 
 @register
 class AnswerTerms(SpecCheck):
-    """Every term appears as a whole word, case-insensitively (REFERENCE A).
+    """Every term appears as a whole word, case-insensitively.
 
     ``GO`` matches ``Go``; ``ongoing`` does not. An empty list means the case has no
     terms: the check is unscored, not passed. Lexical: "does not use Go" passes.

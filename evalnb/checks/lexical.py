@@ -1,4 +1,4 @@
-"""Lexical checks (REFERENCE B): they look at the words, not the meaning."""
+"""Lexical checks: they look at the words, not the meaning."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``extractor``: a JSON extractor whose draws disagree more as temperature rises.
 
-It understands two prompts (REFERENCE C):
+It understands two prompts:
 
 - invoice: ``Extract vendor, total_cents and currency as JSON from: "Acme Tools — total
   $19.50 USD"`` gives ``{"vendor": "Acme Tools", "total_cents": 1950, "currency": "USD"}``
@@ -97,7 +97,7 @@ def _invoice(keys_text: str, source: str) -> tuple[dict[str, Any], str | None]:
 
 
 class Extractor:
-    """The JSON extractor of REFERENCE C; see the module docstring for its true rates."""
+    """The JSON extractor; see the module docstring for its true rates."""
 
     def __repr__(self) -> str:
         return "Extractor()"

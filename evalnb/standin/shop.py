@@ -126,7 +126,7 @@ def behaviour(text: str) -> tuple[str, str | None]:
 
 
 class ShopAssistant:
-    """The shop assistant of REFERENCE B; ``slip_rate`` is its true error rate."""
+    """The shop assistant; ``slip_rate`` is its true error rate."""
 
     def __init__(self, slip_rate: float):
         if not 0.0 <= slip_rate <= 1.0:
