@@ -29,7 +29,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("k", "n", "low", "high"),
     [
-        # statsmodels proportion_confint(k, n, alpha=0.05, method="wilson"); the shop harness quotes these
+        # statsmodels proportion_confint(k, n, alpha=0.05, method="wilson")
         (8, 10, 0.4902, 0.9433),
         (7, 10, 0.3968, 0.8922),
         (10, 10, 0.7225, 1.0),
