@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint format bench schema-doc clean
+.PHONY: setup demo test lint format bench schema-doc images clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ bench: setup
 
 schema-doc: setup
 	$(BIN)/python -c 'from evalnb.store import schema_markdown as s; print(s(), end="")' > docs/schema.md
+
+images: setup
+	$(BIN)/python docs/make_images.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

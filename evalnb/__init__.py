@@ -38,6 +38,14 @@ from evalnb.analysis import (
 from evalnb.cases import load_cases
 from evalnb.checks import FunctionCheck, Outcome, Unscored
 from evalnb.experiment import load_experiment
+from evalnb.plots import (
+    plot_agreement,
+    plot_compare,
+    plot_intervals,
+    plot_latency,
+    plot_power,
+    variant_colors,
+)
 from evalnb.runner import RunResult, arun, run
 from evalnb.score import score
 from evalnb.targets import Command, Function, OpenAIChat
@@ -73,6 +81,11 @@ __all__ = [
     "load",
     "load_cases",
     "load_experiment",
+    "plot_agreement",
+    "plot_compare",
+    "plot_intervals",
+    "plot_latency",
+    "plot_power",
     "power",
     "rates",
     "report_html",
@@ -80,4 +93,5 @@ __all__ = [
     "run",
     "score",
     "suite_rate",
+    "variant_colors",
 ]

@@ -1,16 +1,20 @@
 """The run report: rates, suite rate, comparison and latency, as terminal text or HTML.
 
 The report never shows raw answers, prompts or model output: only ids, names, counts
-and statistics. Text and HTML are rendered from the same sections.
+and statistics. Text and HTML are rendered from the same sections; the HTML page also
+embeds the plots (PNG, base64), so it stays one self-contained file.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import html
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from evalnb._exceptions import EvalnbError
 from evalnb.analysis import _args
 from evalnb.analysis._format import interval_text, number, share, signed, text_table
 from evalnb.analysis._tally import ALL
+from evalnb.analysis.agreement import agreement
 from evalnb.analysis.compare import compare, compare_cases
 from evalnb.analysis.frames import Run, load
 from evalnb.analysis.latency import latency
@@ -35,12 +40,21 @@ MAX_MOVED = 10
 
 
 @dataclass
+class Plot:
+    """A figure of the HTML report: ``draw()`` calls one of :mod:`evalnb.plots`."""
+
+    alt: str
+    draw: Callable[[], Any]
+
+
+@dataclass
 class Section:
     """One titled table of the report, already formatted as strings."""
 
     title: str
     table: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    plots: list[Plot] = field(default_factory=list)
 
 
 def report_text(
@@ -76,6 +90,7 @@ def report_html(
         else:
             body.append(section.table.to_html(index=False, border=0, escape=True))
         body += [f"<p class='note'>{html.escape(note)}</p>" for note in section.notes]
+        body += [_image(plot) for plot in section.plots]
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
@@ -89,7 +104,27 @@ _CSS = (
     "table{border-collapse:collapse;font-variant-numeric:tabular-nums}"
     "th,td{padding:.25rem .7rem;border-bottom:1px solid #ddd;text-align:left}"
     "th{background:#f4f4f4}.note{color:#555;font-size:.9rem}"
+    "img.plot{display:block;max-width:100%;height:auto;margin:1rem 0}"
 )
+
+
+def _image(plot: Plot) -> str:
+    """The plot as an inline PNG (drawn only here: the text report never pays for it)."""
+    from evalnb.plots import render_png
+
+    with warnings.catch_warnings():
+        # The tables around each figure carry the warnings' content (few cases...).
+        warnings.simplefilter("ignore", UserWarning)
+        data = render_png(plot.draw)
+    encoded = base64.b64encode(data).decode("ascii")
+    return f"<img class='plot' alt='{html.escape(plot.alt)}' src='data:image/png;base64,{encoded}'>"
+
+
+def _plots() -> Any:
+    """:mod:`evalnb.plots`, imported when a figure is drawn (matplotlib is slow to import)."""
+    from evalnb import plots
+
+    return plots
 
 
 def _sections(
@@ -224,11 +259,30 @@ def _cases_section(run: Run, check: str, level: float) -> Section:
     if len(wide) > MAX_CASES:
         notes.append(f"{len(wide) - MAX_CASES} more cases not shown (see evalnb.rates)")
         wide = wide.head(MAX_CASES)
-    return Section(f"Per case, check '{check}'", wide, notes)
+    shown = set(wide["case_id"])
+    table = table[table["case_id"].astype(object).isin(shown)]
+    plots = [
+        Plot(
+            f"Pass rate per case and variant, check '{check}', with the suite rate on top",
+            lambda: _plots().plot_intervals(
+                table, suite=suite_rate(run, "variant", check=check, level=level), check=check
+            ),
+        ),
+        Plot(
+            "Agreement across draws per case and variant",
+            lambda: _plots().plot_agreement(_agreement_of(run, check, shown)),
+        ),
+    ]
+    return Section(f"Per case, check '{check}'", wide, notes, plots)
+
+
+def _agreement_of(run: Run, check: str, cases: set[str]) -> pd.DataFrame:
+    frame = agreement(run, check=check)
+    return frame[frame["case_id"].astype(object).isin(cases)]
 
 
 def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> list[Section]:
-    rows, moved = [], []
+    rows, moved, plots = [], [], []
     for variant in run.variants:
         if variant == baseline:
             continue
@@ -250,8 +304,15 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
                 "method": row["method"],
             }
         )
-        cases = compare_cases(run, a=baseline, b=variant, check=check)
-        cases = cases[cases["paired"] & (cases["diff"].abs() > 0)].head(MAX_MOVED)
+        every = compare_cases(run, a=baseline, b=variant, check=check)
+        plots.append(
+            Plot(
+                f"Per-case differences {variant} - {baseline} under the mean difference and "
+                "its interval",
+                partial(_compare_plot, result, every.head(MAX_CASES), run.variants),
+            )
+        )
+        cases = every[every["paired"] & (every["diff"].abs() > 0)].head(MAX_MOVED)
         moved += [
             {
                 "B": variant,
@@ -270,8 +331,14 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
             "with cases - 1 degrees of freedom: it generalises to new cases like these; "
             "never decided from overlapping intervals"
         ],
+        plots,
     )
     return [comparison, Section("Cases that moved most", pd.DataFrame(moved))]
+
+
+def _compare_plot(result: pd.DataFrame, cases: pd.DataFrame, variants: list[str]) -> Any:
+    plots = _plots()
+    return plots.plot_compare(result, cases, colors=plots.variant_colors(variants))
 
 
 def _latency_section(run: Run) -> Section:
@@ -286,6 +353,10 @@ def _latency_section(run: Run) -> Section:
             "max ms": table["max_ms"].map(lambda v: number(v, 0)),
         }
     )
+    draw = Plot(
+        "Latency of every sample per variant, median and p95 marked",
+        lambda: _plots().plot_latency(run, "variant"),
+    )
     return Section(
         "Latency",
         shown,
@@ -293,6 +364,7 @@ def _latency_section(run: Run) -> Section:
             "whole attempt, incomplete samples included; median is the lower middle "
             "observation, p95 the nearest rank"
         ],
+        [draw],
     )
 
 

@@ -1,0 +1,26 @@
+"""Plots over the analysis frames: intervals, comparisons, agreement, latency, power.
+
+Each function takes a frame (or a Run), draws on ``ax`` or on a new figure sized to
+its rows, and returns the Axes; none changes matplotlib's global settings. Variants
+keep one colour across plots (pass ``colors=evalnb.variant_colors(run.variants)``
+when a frame holds only some of them), from a palette that stays distinct with
+colour blindness; long case ids are shortened with an ellipsis and stay unique.
+:func:`render_png` draws one outside pyplot, for files and HTML pages.
+"""
+
+from evalnb.plots._base import render_png, variant_colors
+from evalnb.plots.agreement import plot_agreement
+from evalnb.plots.compare import plot_compare
+from evalnb.plots.intervals import plot_intervals
+from evalnb.plots.latency import plot_latency
+from evalnb.plots.power import plot_power
+
+__all__ = [
+    "plot_agreement",
+    "plot_compare",
+    "plot_intervals",
+    "plot_latency",
+    "plot_power",
+    "render_png",
+    "variant_colors",
+]
