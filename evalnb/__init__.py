@@ -21,9 +21,11 @@ from evalnb._types import (
     Variant,
 )
 from evalnb.analysis import (
+    Calibration,
     GatePolicy,
     Run,
     agreement,
+    calibrate,
     compare,
     compare_cases,
     gate,
@@ -35,6 +37,7 @@ from evalnb.analysis import (
     report_text,
     suite_rate,
 )
+from evalnb.annotate import Annotator, annotate
 from evalnb.cases import load_cases
 from evalnb.checks import FunctionCheck, Outcome, Unscored
 from evalnb.experiment import load_experiment
@@ -52,6 +55,8 @@ from evalnb.targets import Command, Function, OpenAIChat
 
 __all__ = [
     "Action",
+    "Annotator",
+    "Calibration",
     "Case",
     "CasesError",
     "CheckResult",
@@ -73,7 +78,9 @@ __all__ = [
     "Unscored",
     "Variant",
     "agreement",
+    "annotate",
     "arun",
+    "calibrate",
     "compare",
     "compare_cases",
     "gate",

@@ -101,7 +101,7 @@ def _p95(values: Sequence[float]) -> float:
     return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
-@dataclass
+@dataclass(repr=False)
 class RunResult:
     """Where a run was written and how its samples ended, per variant.
 
@@ -133,6 +133,9 @@ class RunResult:
                 }
             )
         return rows
+
+    def __repr__(self) -> str:
+        return f"<RunResult {self.run_id!r} {self.status} at {str(self.path)!r}>"
 
     def summary(self) -> str:
         """A one-screen text summary; never shows answers."""

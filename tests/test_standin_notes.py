@@ -112,9 +112,10 @@ def test_without_slips_every_case_passes_its_screens(case_id, revised):
     case = CASES[case_id]
     steady = NotesAssistant(baseline=NEVER, revised=NEVER)
     answer, executed, _ = converse(steady, messages_for(case_id, revised), case.fixtures)
-    for action in case.metadata["required_actions"]:
+    spec = {check.name: check.spec for check in case.checks}
+    for action in spec["actions"]["actions"]:
         assert (action["tool"], action["path"], action["error"]) in executed
-    for term in case.metadata["answer_terms"]:
+    for term in spec["terms"]["terms"]:
         assert has_term(answer, term), answer
     assert MARKER not in answer
     assert "propose_note" not in [name for name, _, _ in executed]

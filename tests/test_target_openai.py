@@ -11,7 +11,9 @@ import httpx
 import pytest
 
 from evalnb import Case, OpenAIChat, Variant, run, store
+from evalnb.checks import check_types
 
+TYPES = ", ".join(repr(name) for name in sorted(check_types()))
 SHOP = "data/cases/shop.jsonl"
 
 
@@ -181,10 +183,7 @@ def test_malformed_cases_file_gives_one_line_and_writes_nothing(tmp_path):
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 2
     assert stderr.strip().splitlines() == [
-        f"evalnb run: error: {bad}:2: 'checks[0].type' must be one of "
-        "'answer_terms', 'avoids', 'contains', 'contains_any', 'forbidden_action', "
-        "'json_keys', 'json_values', 'judge', 'length_budget', 'regex', "
-        "'required_action', 'word_count'; got 'contians'"
+        f"evalnb run: error: {bad}:2: 'checks[0].type' must be one of " + TYPES + "; got 'contians'"
     ]
     assert not out.exists()
 

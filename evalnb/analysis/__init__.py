@@ -8,6 +8,7 @@ same column names throughout (``k``, ``n``, ``estimate``, ``low``, ``high``,
 """
 
 from evalnb.analysis.agreement import agreement, normalise_answer
+from evalnb.analysis.calibrate import Calibration, calibrate
 from evalnb.analysis.compare import compare, compare_cases
 from evalnb.analysis.frames import Run, load
 from evalnb.analysis.gate import (
@@ -29,11 +30,13 @@ from evalnb.analysis.report import (
 from evalnb.analysis.suite import suite_rate
 
 __all__ = [
+    "Calibration",
     "GatePolicy",
     "Run",
     "add_gate_arguments",
     "add_report_arguments",
     "agreement",
+    "calibrate",
     "compare",
     "compare_cases",
     "format_gate",

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 from statsmodels.stats.power import TTestPower
 
 from evalnb.analysis import _args
@@ -162,6 +163,23 @@ def power(
     return pd.DataFrame(rows, columns=columns)
 
 
+def _power(analysis: TTestPower, effect: float, cases: int, alpha: float) -> float:
+    """Two-sided power of the one-sample t test.
+
+    statsmodels returns NaN for some large effects (its lower tail, the noncentral t cdf far
+    below the mean, is NaN there); both tails as upper tails of scipy's noncentral t stay
+    exact: P(T < -c | nc) = P(T > c | -nc).
+    """
+    value = float(analysis.power(effect, cases, alpha))
+    if math.isfinite(value):
+        return value
+    df, noncentrality = cases - 1, effect * math.sqrt(cases)
+    critical = stats.t.ppf(1 - alpha / 2, df)
+    upper = stats.nct.sf(critical, df, noncentrality)
+    lower = stats.nct.sf(critical, df, -noncentrality)
+    return float(upper + lower)
+
+
 def _solve(
     analysis: TTestPower,
     solve: str,
@@ -203,7 +221,7 @@ def _solve(
         achieved = target
     else:
         spread = sd(repeats)
-        achieved = 1.0 if spread == 0 else float(analysis.power(abs(diff) / spread, cases, alpha))
+        achieved = 1.0 if spread == 0 else _power(analysis, abs(diff) / spread, cases, alpha)
     spread = sd(repeats) if math.isfinite(repeats) else math.sqrt(between)
     return {
         "solve_for": solve,

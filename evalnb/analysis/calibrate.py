@@ -1,0 +1,419 @@
+"""How far a check (the judge, or any other) can stand in for a person's verdict.
+
+Each sample a person reviewed is paired with the check's outcome on it. Human ``pass``
+is the positive class: TPR is the share of human passes the check also passed, TNR the
+share of human fails it also failed. ``needs_review`` verdicts, samples the check left
+unscored, and samples nobody reviewed are counted and left out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
+
+from evalnb.analysis import _args
+from evalnb.analysis._tally import ALL, sample_positions
+from evalnb.analysis.frames import KEY, Run, load
+from evalnb.analysis.rates import proportion_interval
+from evalnb.verdicts import VERDICTS, latest_verdicts
+
+__all__ = ["Calibration", "calibrate", "check_outcomes"]
+
+_FAIL, _PASS, _NULL, _ABSENT = 0, 1, 2, 3
+
+SUMMARY_COLUMNS = [
+    "annotator",
+    "check",
+    "n",
+    "agree",
+    "agreement",
+    "kappa",
+    "kappa_low",
+    "kappa_high",
+    "tp",
+    "fn",
+    "fp",
+    "tn",
+    "tpr",
+    "tpr_low",
+    "tpr_high",
+    "tnr",
+    "tnr_low",
+    "tnr_high",
+    "mcnemar_p",
+    "needs_review",
+    "unscored",
+    "unreviewed",
+    "level",
+    "method",
+]
+ANNOTATOR_COLUMNS = [
+    "annotators",
+    "method",
+    "raters",
+    "n",
+    "agree",
+    "agreement",
+    "kappa",
+    "low",
+    "high",
+    "level",
+    "needs_review",
+    "partial",
+]
+DISAGREEMENT_COLUMNS = [*KEY, "annotator", "verdict", "outcome", "reason", "detail"]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What :func:`calibrate` found; shows itself as tables in a notebook.
+
+    - ``summary``: one row per annotator, the check against that person;
+    - ``disagreements``: one row per (sample, annotator) where they differ;
+    - ``annotators``: agreement between annotators (empty with fewer than two).
+    """
+
+    summary: pd.DataFrame
+    disagreements: pd.DataFrame
+    annotators: pd.DataFrame
+
+    def _repr_html_(self) -> str:
+        parts = [
+            "<div class='evalnb-calibration'><strong>check vs human verdicts</strong>",
+            self.summary.to_html(index=False, border=0, float_format="{:.3f}".format),
+        ]
+        if not self.annotators.empty:
+            parts += [
+                "<strong>agreement between annotators</strong>",
+                self.annotators.to_html(index=False, border=0, float_format="{:.3f}".format),
+            ]
+        shown = self.disagreements.drop(columns=["reason", "detail"]).head(20)
+        parts += [
+            f"<strong>{len(self.disagreements)} disagreeing samples</strong>"
+            + (" (first 20)" if len(self.disagreements) > 20 else ""),
+            shown.to_html(index=False, border=0),
+            "</div>",
+        ]
+        return "".join(parts)
+
+
+def calibrate(
+    data: Run | str | os.PathLike[str] | pd.DataFrame,
+    check: str = "judge",
+    annotator: str | Sequence[str] | None = None,
+    *,
+    level: float = 0.95,
+) -> Calibration:
+    """Compare a check with human verdicts, per annotator, and annotators with each other.
+
+    ``data`` is a Run, a run directory, or a frame with one row per (sample, annotator)
+    holding the check's ``outcome`` (True / False / null) and the ``verdict``. ``check``
+    is a check name, a check type (``"judge"``: every judge check, whatever its name)
+    or ``"all"`` (every scored check passed); when a sample has several such checks, it
+    passes when all its scored ones pass. ``annotator`` picks one person or several;
+    None takes everyone. The latest verdict per (sample, annotator) counts.
+
+    Returns:
+        :class:`Calibration`, whose ``summary`` has one row per annotator:
+
+        - ``annotator``, ``check``;
+        - ``n``: samples with a pass/fail verdict and a scored check; ``agree`` of them
+          agree, ``agreement = agree / n``;
+        - ``kappa``, ``kappa_low``, ``kappa_high``: Cohen's kappa and its interval at
+          ``level`` from the asymptotic standard error (statsmodels ``cohens_kappa``;
+          samples are treated as independent, repeats of a case included);
+        - ``tp`` (both pass), ``fn`` (human pass, check fail), ``fp`` (human fail, check
+          pass), ``tn`` (both fail);
+        - ``tpr`` = tp / (tp + fn) and ``tnr`` = tn / (tn + fp), each with a Wilson
+          interval (``_low``, ``_high``);
+        - ``mcnemar_p``: exact McNemar test on ``fn`` against ``fp`` (is the check more
+          lenient or stricter than the person?);
+        - ``needs_review``: verdicts left out; ``unscored``: reviewed samples the check
+          did not score; ``unreviewed``: scored samples this person did not review;
+        - ``level``, ``method`` (``"wilson"``).
+
+        ``disagreements`` lists the samples where check and person differ (``verdict``,
+        ``outcome``, the person's ``reason``, the check's ``detail``); pass it as
+        ``where=`` to :func:`evalnb.annotate` to look at them again. ``annotators``
+        compares the people: Cohen's kappa per pair (with interval) and, for three or
+        more, Fleiss' kappa on samples all of them judged (no interval: statsmodels
+        gives none).
+
+    >>> result = evalnb.calibrate(run, check="judge")     # doctest: +SKIP
+    >>> result.summary[["annotator", "kappa", "kappa_low", "kappa_high"]]  # doctest: +SKIP
+    """
+    level = _args.level(level)
+    if not isinstance(check, str) or not check:
+        raise TypeError(f"'check' must be a check name or type (a string); got {check!r}")
+    wanted = None if annotator is None else _args.names("annotator", annotator)
+    if isinstance(data, pd.DataFrame):
+        pairs, unreviewed = _frame_pairs(data, check)
+    else:
+        run = data if isinstance(data, Run) else load(data)
+        pairs, unreviewed = _run_pairs(run, check)
+    bad = sorted(set(pairs["verdict"].dropna()) - set(VERDICTS))
+    if bad:
+        options = ", ".join(repr(v) for v in VERDICTS)
+        raise ValueError(f"'verdict' values must be one of {options}; got {bad!r}")
+    present = list(dict.fromkeys(pairs["annotator"]))
+    if wanted is not None:
+        unknown = [a for a in wanted if a not in present]
+        if unknown:
+            have = ", ".join(repr(a) for a in present) or "none (no verdicts)"
+            raise ValueError(
+                f"'annotator' must be among those with verdicts ({have}); got {unknown!r}"
+            )
+        present = wanted
+    pairs = pairs[pairs["annotator"].isin(present)]
+    summary = pd.DataFrame(
+        [
+            _summary_row(pairs[pairs["annotator"] == a], a, check, unreviewed.get(a, 0), level)
+            for a in present
+        ],
+        columns=SUMMARY_COLUMNS,
+    )
+    compared = pairs["verdict"].isin(("pass", "fail")) & pairs["outcome"].notna()
+    machine = pairs["outcome"].fillna(False).astype(bool)
+    differ = compared & ((pairs["verdict"] == "pass") != machine)
+    disagreements = (
+        pairs.loc[differ, [c for c in DISAGREEMENT_COLUMNS if c in pairs.columns]]
+        .reset_index(drop=True)
+        .astype({"outcome": bool})
+    )
+    return Calibration(summary, disagreements, _between_annotators(pairs, present, level))
+
+
+# -- pairing verdicts with check outcomes -------------------------------------------------
+
+
+def check_outcomes(run: Run, check: str | None) -> tuple[np.ndarray, pd.DataFrame]:
+    """Per sample (positions in ``run.table("samples")``) one outcome code for ``check``.
+
+    Codes: 0 fail, 1 pass, 2 unscored, 3 no such check on the sample. ``check`` is a
+    check name, a check type, ``"all"``, or None (``"all"``). Also returns the selected
+    check rows with their sample ``position``.
+    """
+    samples = run.table("samples", ["status"])
+    checks = run.table("checks", ["check_type", "outcome", "detail"])
+    names = [str(c) for c in checks["check"].cat.categories]
+    types = sorted({str(t) for t in checks["check_type"].dropna().unique()})
+    if check is None or check == ALL:
+        chosen = np.ones(len(checks), dtype=bool)
+    elif check in names:
+        chosen = (checks["check"] == check).to_numpy(dtype=bool)
+    elif check in types:
+        chosen = (checks["check_type"].astype(object) == check).to_numpy(dtype=bool)
+    else:
+        options = ", ".join(repr(c) for c in [*types, *names, ALL])
+        raise ValueError(f"'check' must be a check type or name ({options}); got {check!r}")
+    rows = checks[chosen]
+    position = sample_positions(samples, rows) if len(rows) else np.zeros(0, dtype=np.int64)
+    known = position >= 0
+    rows = rows[known].assign(position=position[known])
+    outcome = rows["outcome"].astype("boolean").to_numpy(dtype=np.int8, na_value=_NULL)
+    codes = np.full(len(samples), _ABSENT, dtype=np.int8)
+    # fail (0) < pass (1) < unscored (2): the smallest code of a sample's checks is its own
+    np.minimum.at(codes, rows["position"].to_numpy(), outcome)
+    return codes, rows
+
+
+def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
+    codes, rows = check_outcomes(run, check)
+    samples = run.table("samples", ["status"])
+    verdicts = latest_verdicts(run.table("verdicts", ["reason"]))
+    position = sample_positions(samples, verdicts) if len(verdicts) else np.zeros(0, np.int64)
+    verdicts = verdicts[position >= 0].reset_index(drop=True)
+    position = position[position >= 0]
+    code = codes[position]
+    outcome = pd.array(np.where(code <= _PASS, code == _PASS, False), dtype="boolean")
+    outcome[code > _PASS] = pd.NA
+    pairs = pd.DataFrame({c: verdicts[c].astype(object) for c in KEY if c != "repeat"})
+    pairs["repeat"] = verdicts["repeat"].to_numpy()
+    pairs = pairs[KEY]
+    pairs["annotator"] = verdicts["annotator"].astype(object).to_numpy()
+    pairs["verdict"] = verdicts["verdict"].astype(object).to_numpy()
+    pairs["outcome"] = outcome
+    pairs["reason"] = verdicts["reason"].astype(object).to_numpy()
+    pairs["detail"] = _details(rows, position)
+    scored = int((codes <= _PASS).sum())
+    reviewed_scored = (
+        pd.Series(code <= _PASS).groupby(pairs["annotator"].to_numpy()).sum().astype(int)
+    )
+    unreviewed = {a: scored - int(k) for a, k in reviewed_scored.items()}
+    return pairs, unreviewed
+
+
+def _details(rows: pd.DataFrame, position: np.ndarray) -> np.ndarray:
+    """For each verdict's sample, what the selected checks said ("check: detail; ...")."""
+    wanted = rows[rows["position"].isin(position)]
+    text = wanted["check"].astype(str) + ": " + wanted["detail"].fillna("").astype(str)
+    text = text.where(wanted["detail"].fillna("") != "", wanted["check"].astype(str) + ": ok")
+    joined = text.groupby(wanted["position"].to_numpy()).agg("; ".join)
+    return pd.Series(position).map(joined).fillna("").to_numpy(dtype=object)
+
+
+def _frame_pairs(frame: pd.DataFrame, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
+    missing = [c for c in ("outcome", "verdict") if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            "'data' must be a Run, a run directory, or a frame with columns 'outcome' "
+            f"(the check) and 'verdict' (the person); missing {missing!r}"
+        )
+    pairs = frame.copy()
+    if "annotator" not in pairs:
+        pairs["annotator"] = "annotator"
+    pairs["annotator"] = pairs["annotator"].astype(object)
+    pairs["verdict"] = pairs["verdict"].astype(object)
+    if "created_at" in pairs and set(KEY) <= set(pairs.columns):
+        reviewed = latest_verdicts(pairs[pairs["verdict"].notna()])
+        pairs = pd.concat([reviewed, pairs[pairs["verdict"].isna()]], ignore_index=True)
+    pairs["outcome"] = pairs["outcome"].astype("boolean")
+    for column in ("reason", "detail"):
+        if column not in pairs:
+            pairs[column] = ""
+    unreviewed = (
+        (pairs["verdict"].isna() & pairs["outcome"].notna())
+        .groupby(pairs["annotator"])
+        .sum()
+        .astype(int)
+        .to_dict()
+    )
+    return pairs[pairs["verdict"].notna()].reset_index(drop=True), unreviewed
+
+
+# -- statistics ---------------------------------------------------------------------------
+
+
+def _summary_row(
+    pairs: pd.DataFrame, annotator: str, check: str, unreviewed: int, level: float
+) -> dict[str, Any]:
+    judged = pairs[pairs["verdict"].isin(("pass", "fail"))]
+    scored = judged[judged["outcome"].notna()]
+    human = (scored["verdict"] == "pass").to_numpy()
+    machine = scored["outcome"].astype(bool).to_numpy()
+    tp = int((human & machine).sum())
+    fn = int((human & ~machine).sum())
+    fp = int((~human & machine).sum())
+    tn = int((~human & ~machine).sum())
+    table = np.array([[tp, fn], [fp, tn]])
+    kappa, kappa_low, kappa_high = kappa_interval(table, level)
+    rates, low, high = proportion_interval([tp, tn], [tp + fn, tn + fp], level=level)
+    n = tp + fn + fp + tn
+    return {
+        "annotator": annotator,
+        "check": check,
+        "n": n,
+        "agree": tp + tn,
+        "agreement": (tp + tn) / n if n else np.nan,
+        "kappa": kappa,
+        "kappa_low": kappa_low,
+        "kappa_high": kappa_high,
+        "tp": tp,
+        "fn": fn,
+        "fp": fp,
+        "tn": tn,
+        "tpr": rates[0],
+        "tpr_low": low[0],
+        "tpr_high": high[0],
+        "tnr": rates[1],
+        "tnr_low": low[1],
+        "tnr_high": high[1],
+        # With no disagreements there is nothing to test: p = 1.
+        "mcnemar_p": float(mcnemar(table, exact=True).pvalue) if fn + fp else 1.0,
+        "needs_review": int((pairs["verdict"] == "needs_review").sum()),
+        "unscored": int(judged["outcome"].isna().sum()),
+        "unreviewed": int(unreviewed),
+        "level": level,
+        "method": "wilson",
+    }
+
+
+def kappa_interval(table: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Cohen's kappa of a square table and its interval from the asymptotic standard
+    error (statsmodels ``cohens_kappa``). Kappa is NaN when both raters used a single
+    category; the interval is NaN when either did."""
+    table = np.asarray(table, dtype=float)
+    total = table.sum()
+    if total == 0:
+        return np.nan, np.nan, np.nan
+    expected = float((table.sum(axis=0) * table.sum(axis=1)).sum()) / total**2
+    if expected >= 1:
+        return np.nan, np.nan, np.nan
+    # Tiny tables can give a negative variance estimate: its interval is then NaN.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        result = cohens_kappa(table, return_results=True)
+    kappa, se = float(result.kappa), float(result.std_kappa)
+    if (table.sum(axis=0) == 0).any() or (table.sum(axis=1) == 0).any():
+        # One rater used one category only: kappa is 0 and its standard error says
+        # nothing (it comes out 0), so there is no interval to give.
+        return kappa, np.nan, np.nan
+    z = norm.ppf(1 - (1 - level) / 2)
+    return kappa, kappa - z * se, kappa + z * se
+
+
+def _between_annotators(pairs: pd.DataFrame, annotators: list[str], level: float) -> pd.DataFrame:
+    if len(annotators) < 2:
+        return pd.DataFrame(columns=ANNOTATOR_COLUMNS)
+    sample = [c for c in KEY if c in pairs.columns]
+    if not sample:
+        raise ValueError(
+            "comparing annotators needs the sample key columns "
+            f"({', '.join(KEY)}) in 'data' to match their verdicts"
+        )
+    wide = pairs.pivot(index=sample, columns="annotator", values="verdict").reindex(
+        columns=annotators
+    )
+    rows = [
+        _agreement_row(wide[list(pair)], "cohen", level)
+        for pair in itertools.combinations(annotators, 2)
+    ]
+    if len(annotators) > 2:
+        rows.append(_agreement_row(wide, "fleiss", level))
+    return pd.DataFrame(rows, columns=ANNOTATOR_COLUMNS)
+
+
+def _agreement_row(wide: pd.DataFrame, method: str, level: float) -> dict[str, Any]:
+    everyone = wide.notna().all(axis=1)
+    flagged = everyone & wide.eq("needs_review").any(axis=1)
+    judged = wide[everyone & ~flagged]
+    passes = judged.eq("pass").sum(axis=1).to_numpy()
+    raters = wide.shape[1]
+    agree = int(((passes == 0) | (passes == raters)).sum())
+    n = len(judged)
+    if method == "cohen":
+        first, second = (judged.iloc[:, i].eq("pass").to_numpy() for i in (0, 1))
+        table = np.array(
+            [
+                [(first & second).sum(), (first & ~second).sum()],
+                [(~first & second).sum(), (~first & ~second).sum()],
+            ]
+        )
+        kappa, low, high = kappa_interval(table, level)
+    else:
+        counts = np.column_stack([passes, raters - passes])
+        undefined = n == 0 or counts[:, 0].sum() in (0, n * raters)
+        kappa = np.nan if undefined else float(fleiss_kappa(counts, method="fleiss"))
+        low = high = np.nan
+    return {
+        "annotators": ", ".join(str(c) for c in wide.columns),
+        "method": method,
+        "raters": raters,
+        "n": n,
+        "agree": agree,
+        "agreement": agree / n if n else np.nan,
+        "kappa": kappa,
+        "low": low,
+        "high": high,
+        "level": level,
+        "needs_review": int(flagged.sum()),
+        "partial": int((wide.notna().any(axis=1) & ~everyone).sum()),
+    }
