@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint format bench schema-doc images clean
+.PHONY: setup demo test lint format bench schema-doc images docs clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ schema-doc: setup
 
 images: setup
 	$(BIN)/python docs/make_images.py
+
+docs: setup
+	mkdir -p build/docs
+	$(BIN)/jupyter nbconvert --to html --execute --output-dir build/docs notebooks/*.ipynb
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -339,8 +339,8 @@ def _summary_row(
 
 def kappa_interval(table: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
     """Cohen's kappa of a square table and its interval from the asymptotic standard
-    error (statsmodels ``cohens_kappa``). Kappa is NaN when both raters used a single
-    category; the interval is NaN when either did."""
+    error (statsmodels ``cohens_kappa``), cut to kappa's range [-1, 1]. Kappa is NaN when
+    both raters used a single category; the interval is NaN when either did."""
     table = np.asarray(table, dtype=float)
     total = table.sum()
     if total == 0:
@@ -357,7 +357,7 @@ def kappa_interval(table: np.ndarray, level: float = 0.95) -> tuple[float, float
         # nothing (it comes out 0), so there is no interval to give.
         return kappa, np.nan, np.nan
     z = norm.ppf(1 - (1 - level) / 2)
-    return kappa, kappa - z * se, kappa + z * se
+    return kappa, max(-1.0, kappa - z * se), min(1.0, kappa + z * se)
 
 
 def _between_annotators(pairs: pd.DataFrame, annotators: list[str], level: float) -> pd.DataFrame:

@@ -76,4 +76,8 @@ class Judge(SpecCheck):
         verdict = verdict_of(completion.text)
         if verdict is None:
             return Outcome(False, "no clear verdict", evidence)
-        return Outcome(verdict, "" if verdict else "judge: FAIL", evidence)
+        if verdict:
+            return Outcome(True, "", evidence)
+        reasons = [line.strip() for line in completion.text.splitlines() if line.strip()][:-1]
+        reason = " ".join(reasons)
+        return Outcome(False, reason[:200] if reason else "the judge said FAIL", evidence)
