@@ -9,6 +9,7 @@ or ``score(judge=...)`` and reaches the checks through :data:`JUDGE`.
 from __future__ import annotations
 
 import contextvars
+import json
 from typing import Any
 
 from evalnb._exceptions import TargetError
@@ -68,8 +69,11 @@ class Judge(SpecCheck):
         except TargetError as exc:
             evidence = {"request": messages, "error": str(exc)}
             return Outcome(False, f"no clear verdict: the judge failed ({exc})", evidence)
+        sent = completion.request
+        if isinstance(sent, str):
+            sent = json.loads(sent)
         evidence = {
-            "request": completion.request if completion.request is not None else messages,
+            "request": sent if sent is not None else messages,
             "reply": completion.text,
             "model": completion.model,
         }

@@ -166,6 +166,9 @@ class OpenAIChat:
     async def complete(self, request: Request) -> Completion:
         client = self._ensure_client()
         body = self._body(request)
+        # Serialised once: the bytes sent are the text recorded on the sample.
+        sent = json.dumps(body, ensure_ascii=False)
+        headers = {"Content-Type": "application/json", **self._headers()}
         url = f"{self.base_url}/chat/completions"
         retries = 0
         while True:
@@ -174,7 +177,7 @@ class OpenAIChat:
             status = "error"
             try:
                 async with self._in_flight():
-                    response = await client.post(url, json=body, headers=self._headers())
+                    response = await client.post(url, content=sent.encode(), headers=headers)
             except httpx.TimeoutException as exc:
                 failure, status = (
                     f"timed out after {self.timeout:g} s ({type(exc).__name__})",
@@ -184,7 +187,7 @@ class OpenAIChat:
                 failure = f"{type(exc).__name__}: {exc or 'connection failed'}"
             else:
                 if response.status_code == 200:
-                    return self._parse(response, body, retries)
+                    return self._parse(response, sent, retries)
                 failure = _error_text(response)
                 if response.status_code not in _RETRY_STATUS:
                     break
@@ -194,7 +197,7 @@ class OpenAIChat:
             retries += 1
         partial = Completion(
             text="",
-            request=body,
+            request=sent,
             response=None if response is None else self._redact(response.text),
             retries=retries,
         )
@@ -202,7 +205,7 @@ class OpenAIChat:
             failure = f"{failure} (after {retries} retries)"
         raise TargetError(self._redact(failure), status=status, partial=partial)
 
-    def _parse(self, response: httpx.Response, body: dict[str, Any], retries: int) -> Completion:
+    def _parse(self, response: httpx.Response, sent: str, retries: int) -> Completion:
         raw = self._redact(response.text)
         try:
             data = json.loads(raw)
@@ -218,7 +221,7 @@ class OpenAIChat:
                 for call in message.get("tool_calls") or ()
             )
         except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            partial = Completion(text="", request=body, response=raw, retries=retries)
+            partial = Completion(text="", request=sent, response=raw, retries=retries)
             raise TargetError(
                 f"response is not an OpenAI chat completion ({type(exc).__name__}: {exc})",
                 status="malformed",
@@ -233,8 +236,8 @@ class OpenAIChat:
             completion_tokens=usage.get("completion_tokens"),
             total_tokens=usage.get("total_tokens"),
             tool_calls=calls,
-            request=body,
-            response=data,
+            request=sent,
+            response=raw,
             retries=retries,
         )
 
