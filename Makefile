@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint format bench schema-doc images docs clean
+.PHONY: setup demo test lint format bench schema-doc images docs real-model clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ images: setup
 docs: setup
 	mkdir -p build/docs
 	$(BIN)/jupyter nbconvert --to html --execute --output-dir build/docs notebooks/*.ipynb
+
+# Optional: llama.cpp's server and Gemma 3 270M (about 10 minutes the first time).
+real-model: setup
+	scripts/real_model.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

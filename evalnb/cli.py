@@ -222,6 +222,12 @@ def _cmd_score(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return 0
 
 
+def _cmd_serve_gguf(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb.gguf import serve_command
+
+    return serve_command(args)
+
+
 def _cmd_standin(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from evalnb import standin
 
@@ -292,6 +298,12 @@ def _parser() -> argparse.ArgumentParser:
     add_gate_arguments(sub.add_parser("gate", help="apply an explicit pass/fail policy to a run"))
     add_report_arguments(sub.add_parser("report", help="rates, suite rate, comparison, latency"))
 
+    from evalnb.gguf import add_serve_arguments
+
+    add_serve_arguments(
+        sub.add_parser("serve-gguf", help="serve Gemma 3 270M with llama.cpp on 127.0.0.1")
+    )
+
     sub.add_parser("standin", help="serve the stand-in model on 127.0.0.1", add_help=False)
     return parser
 
@@ -314,6 +326,7 @@ _COMMANDS = {
     "score": _cmd_score,
     "gate": _cmd_gate,
     "report": _cmd_report,
+    "serve-gguf": _cmd_serve_gguf,
     "standin": _cmd_standin,
 }
 

@@ -15,6 +15,7 @@ QUICK = {
     "02_notes_assistant.ipynb": "REPEATS = 1",
     "03_agreement.ipynb": "DRAWS = 5",
     "04_review.ipynb": "",
+    "05_real_model.ipynb": "USE_REAL_MODEL = False",  # the committed run: no model needed
 }
 
 

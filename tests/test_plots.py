@@ -381,7 +381,7 @@ def test_agreement_five_variants_incomplete_and_unscored(runs: dict[str, Run]) -
     missing = bars(ax, "no-answer:broken")
     assert len(missing) == 4 and all(v[:, 0].min() == 0 and v[:, 0].max() == 1 for v in missing)
     assert not bars(ax, "modal:broken")
-    assert notes(ax).count("no answer in 4 draws · passes 0/4") == 3
+    assert notes(ax).count("no canonical answer in 4 draws · passes 0/4") == 3
     assert set(FIVE) < set(legend_texts(ax))
     assert len(bars(ax, "modal:v3")) == 4
     ax = render(plot_agreement(agreement(runs["unscored"])))

@@ -62,7 +62,7 @@ def compare(
         - ``rate_a``, ``rate_b``: mean per-case pass rates over the paired cases;
         - ``diff``: mean of per-case (B - A); ``se``: its standard error;
         - ``df``: degrees of freedom (infinite for ``mode="fixed"``);
-        - ``low``, ``high``: interval for ``diff`` at ``level``; ``level``;
+        - ``low``, ``high``: interval for ``diff`` at ``level``, cut to [-1, 1]; ``level``;
         - ``p_value``: two-sided, for no difference;
         - ``correlation``: Pearson correlation of the per-case rates of A and B;
         - ``verdict``: "B better", "A better" or "can't tell yet";
@@ -140,8 +140,9 @@ def compare(
     out["diff"] = mean
     out["se"] = se
     out["df"] = df
-    out["low"] = mean - critical * se
-    out["high"] = mean + critical * se
+    # A difference of two rates lies in [-1, 1]; the t interval can reach past it.
+    out["low"] = np.maximum(mean - critical * se, -1.0)
+    out["high"] = np.minimum(mean + critical * se, 1.0)
     out["level"] = level
     out["p_value"] = p_value
     out["correlation"] = _correlation(rate_a, rate_b, ids, size)

@@ -128,7 +128,7 @@ def plot_agreement(
                 facecolor="white",
                 edgecolor=_base.NEUTRAL,
                 hatch="////",
-                label="no answer (incomplete)",
+                label="no canonical answer (incomplete, or not the expected form)",
             )
         )
     if "agreement_min" in work.columns and work["agreement_min"].notna().any():
@@ -172,14 +172,14 @@ def _note(row: Any) -> str:
     if not draws:
         return "no draws"
     if not int(row.answered):
-        parts = [f"no answer in {draws} draws"]
+        parts = [f"no canonical answer in {draws} draws"]
     else:
         parts = [f"{int(row.mode_1_count)}/{draws} agree"]
         distinct = getattr(row, "distinct", None)
         if distinct is not None and not pd.isna(distinct):
             parts.append(f"{int(distinct)} distinct")
         if int(row.answered) < draws:
-            parts.append(f"{draws - int(row.answered)} no answer")
+            parts.append(f"{draws - int(row.answered)} without")
     minimum = getattr(row, "agreement_min", None)
     if minimum is not None and np.isfinite(minimum) and row.agreement < minimum - 1e-9:
         parts.append(f"below min {_base.percent(minimum)}")
