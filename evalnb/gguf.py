@@ -43,6 +43,7 @@ import httpx
 
 from evalnb._exceptions import EvalnbError
 from evalnb._types import Case, Completion, Request
+from evalnb.cases import file_sha256
 from evalnb.targets.openai import OpenAIChat
 
 if TYPE_CHECKING:
@@ -193,12 +194,9 @@ def model_sha256(path: str | os.PathLike[str]) -> str:
             return str(record["sha256"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(1 << 20):
-            digest.update(block)
-    _write_sha_cache(path, digest.hexdigest())
-    return digest.hexdigest()
+    digest = file_sha256(path)
+    _write_sha_cache(path, digest)
+    return digest
 
 
 def _free_port(host: str) -> int:

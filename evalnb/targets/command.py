@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import inspect
 import json
 import os
@@ -33,6 +32,7 @@ from typing import Any
 
 from evalnb._exceptions import TargetError
 from evalnb._types import Case, Completion, Request
+from evalnb.cases import file_sha256
 from evalnb.checks.trace import parse_trace
 
 __all__ = ["Command"]
@@ -139,7 +139,9 @@ class Command:
     def _describe(self) -> dict[str, Any]:
         executable = shutil.which(self.argv[0], path=self._environ().get("PATH"))
         files = {
-            arg: _sha256(arg) for arg in self.argv[1:] if os.path.isabs(arg) and os.path.isfile(arg)
+            arg: file_sha256(arg)
+            for arg in self.argv[1:]
+            if os.path.isabs(arg) and os.path.isfile(arg)
         }
         return {
             "type": "command",
@@ -149,7 +151,7 @@ class Command:
             "max_trace": self.max_trace,
             "answer": self.answer,
             "executable": executable,
-            "executable_sha256": _sha256(executable) if executable else None,
+            "executable_sha256": file_sha256(executable) if executable else None,
             "files": files,
             "interpreter": _interpreter_version(executable),
             "require_trace": self.require_trace,
@@ -360,14 +362,6 @@ def _interpreter_version(executable: str | None) -> str | None:
 def _last_line(text: str, width: int = 300) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:width] if lines else ""
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _remove_tree(path: Path) -> None:
