@@ -79,7 +79,14 @@ class Lab:
         """Until at least one kernel runs and every kernel is idle."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            kernels = self.api("kernels")
+            try:
+                kernels = self.api("kernels")
+            except httpx.HTTPStatusError as exc:
+                # jupyter_server answers 500 when listed while a kernel is still starting
+                # (its last_activity is not set yet); the next poll sees it.
+                if exc.response.status_code < 500:
+                    raise
+                kernels = []
             if kernels and all(k.get("execution_state") == "idle" for k in kernels):
                 return
             time.sleep(0.25)
