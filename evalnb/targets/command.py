@@ -2,7 +2,7 @@
 
 Each sample gets a fresh temporary directory, removed afterwards whatever happens::
 
-    evalnb-XXXX/
+    evalnb-<random>/
       workspace/          the process's working directory, holding the case's fixtures
       io/request.json     what to answer (case_id, variant, repeat, messages, prompt, params)
       io/trace.jsonl      where the harness may write a JSONL trace
