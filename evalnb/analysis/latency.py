@@ -34,7 +34,7 @@ def latency(data: Run | pd.DataFrame, by: str | Sequence[str] | None = "variant"
     """
     by = _args.names("by", by)
     if isinstance(data, Run):
-        frame = _run_frame(data, by)
+        frame = latency_samples(data, by)
     elif isinstance(data, pd.DataFrame):
         missing = [c for c in [*by, "latency_ms"] if c not in data.columns]
         if missing:
@@ -84,7 +84,8 @@ def latency(data: Run | pd.DataFrame, by: str | Sequence[str] | None = "variant"
     return out
 
 
-def _run_frame(run: Run, by: list[str]) -> pd.DataFrame:
+def latency_samples(run: Run, by: list[str]) -> pd.DataFrame:
+    """Samples with ``latency_ms``, ``status`` and the ``by`` keys (case fields joined in)."""
     sample_level = [c for c in by if c in SAMPLES_SCHEMA.names]
     case_level = [c for c in by if c not in sample_level]
     unknown = [c for c in case_level if c not in CASE_FIELDS and not c.startswith("metadata.")]

@@ -11,11 +11,9 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from evalnb.analysis import _args
-from evalnb.analysis._tally import CASE_FIELDS, case_field
 from evalnb.analysis.frames import Run
-from evalnb.analysis.latency import latency
+from evalnb.analysis.latency import latency, latency_samples
 from evalnb.plots import _base
-from evalnb.store import SAMPLES_SCHEMA
 
 __all__ = ["plot_latency"]
 
@@ -164,22 +162,7 @@ def _samples(data: Run | pd.DataFrame, by: list[str]) -> pd.DataFrame:
             f"'data' must be a Run (from evalnb.load) or a pandas DataFrame; got "
             f"{type(data).__name__}"
         )
-    sample_level = [c for c in by if c in SAMPLES_SCHEMA.names]
-    case_level = [c for c in by if c not in sample_level]
-    unknown = [
-        c
-        for c in case_level
-        if c == "tags" or (c not in CASE_FIELDS and not c.startswith("metadata."))
-    ]
-    if unknown:
-        raise ValueError(
-            f"'by' must name samples columns or case fields (group, split, review, "
-            f"metadata.<key>); got {unknown!r}"
-        )
-    frame = data.table("samples", list(dict.fromkeys(["latency_ms", "status", *sample_level])))
-    for field in case_level:
-        frame[field] = case_field(data, frame, field)
-    return frame
+    return latency_samples(data, by)
 
 
 def _short(labels: list[str], by: list[str], width: int | None) -> list[str]:
