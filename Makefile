@@ -17,6 +17,7 @@ demo: setup
 	$(BIN)/evalnb demo
 
 test: setup
+	scripts/ensure_browser.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest

@@ -21,12 +21,10 @@ from evalnb._types import Variant
 from evalnb.containment import Containment
 from evalnb.experiment import load_experiment, parse_value, parse_variant
 from evalnb.runner import run
+from evalnb.suites import PREFIX, resolve
 from evalnb.targets import Command, OpenAIChat
 
 __all__ = ["main"]
-
-REPO = Path(__file__).resolve().parent.parent
-SHOP_CASES = REPO / "data" / "cases" / "shop.jsonl"
 
 
 class _UsageError(EvalnbError):
@@ -100,8 +98,9 @@ def _params(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    experiment = load_experiment(args.experiment) if args.experiment else None
-    cases = args.cases or (experiment.cases if experiment else None)
+    experiment = load_experiment(resolve(args.experiment, ".toml")) if args.experiment else None
+    cases = resolve(args.cases, ".jsonl") if args.cases else None
+    cases = cases or (experiment.cases if experiment else None)
     if cases is None:
         raise _UsageError("no cases: give a cases file, or an experiment file with 'cases'")
     settings = dict(experiment.settings) if experiment else {}
@@ -173,7 +172,7 @@ def _cmd_demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
     with StandIn(seed=args.seed) as server:
         target = OpenAIChat(server.base_url, "shop-v1")
         result = run(
-            args.cases,
+            resolve(args.cases, ".jsonl"),
             target,
             variants=variants,
             repeats=args.repeats,
@@ -239,8 +238,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
 
     p = sub.add_parser("run", help="run cases x variants x repeats against a target")
-    p.add_argument("cases", nargs="?", help="cases file (.jsonl or .json)")
-    p.add_argument("--experiment", help="experiment file (TOML); flags override it")
+    p.add_argument(
+        "cases", nargs="?", help=f"cases file (.jsonl or .json), or {PREFIX}NAME (packaged)"
+    )
+    p.add_argument(
+        "--experiment", help=f"experiment file (TOML) or {PREFIX}NAME; flags override it"
+    )
     p.add_argument("--standin", action="store_true", help="target: the embedded stand-in model")
     p.add_argument(
         "--base-url", help="target: OpenAI-compatible URL, e.g. http://127.0.0.1:8080/v1"
@@ -278,7 +281,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-base-url", help="OpenAI-compatible URL of the judge model")
 
     p = sub.add_parser("demo", help="the shop comparison (v1 vs v2) on the stand-in")
-    p.add_argument("--cases", default=str(SHOP_CASES), help="cases file (default: shop cases)")
+    p.add_argument("--cases", default=f"{PREFIX}shop", help=f"cases file (default: {PREFIX}shop)")
     p.add_argument("--repeats", type=int, default=25)
     p.add_argument("--seed", type=int, default=0, help="stand-in seed")
     p.add_argument("--out", help="run directory (default runs/demo-<time>)")

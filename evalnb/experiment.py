@@ -26,6 +26,7 @@ from typing import Any
 
 from evalnb._exceptions import CasesError
 from evalnb._types import Variant
+from evalnb.suites import PREFIX, resolve
 
 __all__ = ["Experiment", "load_experiment", "parse_value", "parse_variant"]
 
@@ -86,6 +87,13 @@ def _variant(raw: Any, where: str, base: Path) -> Variant:
         raise CasesError(f"{where}: {exc}") from None
 
 
+def _cases_path(value: Any, base: Path) -> Path:
+    # A packaged suite stays packaged; any other path is relative to the experiment file.
+    if isinstance(value, str) and value.startswith(PREFIX):
+        return resolve(value, ".jsonl")
+    return base / value
+
+
 def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     """Read an experiment TOML file; errors name the file and the key."""
     path = Path(path)
@@ -112,7 +120,7 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
         raise CasesError(f"{path}: 'variants' must be an array of tables; got {variants!r}")
     return Experiment(
         path=path,
-        cases=base / data["cases"] if "cases" in data else None,
+        cases=_cases_path(data["cases"], base) if "cases" in data else None,
         target=dict(target),
         variants=[_variant(v, f"{path}: 'variants[{i}]'", base) for i, v in enumerate(variants)],
         settings={
