@@ -32,12 +32,24 @@ def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value or {}))
 
 
+def _spec_of(check: Any) -> Any:
+    """A check as JSON-ready data: a spec as given, else the check object's own ``spec``."""
+    if isinstance(check, Mapping):
+        return dict(check)
+    spec = getattr(check, "spec", None)
+    if spec is not None:
+        return spec
+    return {"type": "python", "name": getattr(check, "__name__", type(check).__name__)}
+
+
 @dataclass(frozen=True)
 class Case:
     """One thing to ask, and how to check the answers.
 
-    ``checks`` holds check specs (``{"type": "contains", "text": "A-1042"}``) or plain
-    callables; both become check objects on construction.
+    ``checks`` holds check specs (``{"type": "contains", "text": "A-1042"}``), plain
+    callables or check objects, kept as given: the runner builds and validates them
+    (:func:`evalnb.checks.build_checks`) before anything runs, and :func:`evalnb.load_cases`
+    does so as it reads a file, so a bad spec is reported with its line.
 
     >>> Case("greet", prompt="Say hello", checks=[{"type": "contains", "text": "hello"}])
     Case(id='greet', ...)
@@ -56,8 +68,6 @@ class Case:
     expect_keys: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
-        from evalnb.checks import build_checks
-
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"Case 'id' must be a non-empty string; got {self.id!r}")
         if (self.prompt is None) == (self.messages is None):
@@ -77,7 +87,11 @@ class Case:
         set_(self, "tags", tuple(self.tags))
         if self.expect_keys is not None:
             set_(self, "expect_keys", tuple(self.expect_keys))
-        set_(self, "checks", build_checks(self.checks))
+        if isinstance(self.checks, str | bytes | Mapping):
+            raise ValueError(
+                f"Case {self.id!r}: 'checks' must be a list of check specs; got {self.checks!r}"
+            )
+        set_(self, "checks", tuple(self.checks))
         if self.group is None:
             set_(self, "group", self.id)
 
@@ -90,7 +104,7 @@ class Case:
             out["messages"] = [dict(m) for m in self.messages or ()]
         out.update(
             fixtures=dict(self.fixtures),
-            checks=[check.spec for check in self.checks],
+            checks=[_spec_of(check) for check in self.checks],
             review=self.review,
             group=self.group,
             split=self.split,

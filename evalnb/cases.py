@@ -8,6 +8,7 @@ line naming the file, the line (or list index) and the field::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ from typing import Any
 
 from evalnb._exceptions import CasesError
 from evalnb._types import SPLITS, Case
+from evalnb.checks import build_checks
 
 __all__ = ["CASE_FIELDS", "file_sha256", "load_cases"]
 
@@ -174,6 +176,7 @@ def load_cases(path: str | os.PathLike[str]) -> list[Case]:
         try:
             fields = _validate_fields(item)
             case = Case(**fields)
+            case = dataclasses.replace(case, checks=build_checks(case.checks))
         except (ValueError, TypeError) as exc:
             raise CasesError(f"{where}: {exc}") from None
         if case.id in first_seen:

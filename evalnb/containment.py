@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb._types import Completion, Request
-from evalnb.checks.trace import parse_trace
+from evalnb.evidence import parse_trace
 
 __all__ = ["Containment"]
 

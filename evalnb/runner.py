@@ -8,61 +8,35 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import math
 import os
-import platform
 import random
 import statistics
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tqdm.auto import tqdm
 
 from evalnb import store
-from evalnb._exceptions import StoreError, TargetError
+from evalnb._exceptions import TargetError
 from evalnb._sync import run_sync
 from evalnb._types import Case, Completion, Request, Sample, Variant
 from evalnb.cases import file_sha256, load_cases
-from evalnb.checks import arun_checks, build_checks
-from evalnb.checks.answers import canonical_answer
+from evalnb.checks import CheckSpec, arun_checks, build_checks, built_cases
 from evalnb.checks.judge import JUDGE
-from evalnb.checks.trace import evidence_from
+from evalnb.evidence import canonical_answer, evidence_from
+from evalnb.manifest import check_resume, new_manifest, now
+from evalnb.targets import Target
 
 __all__ = ["RunResult", "arun", "plan", "run"]
 
 ORDERS = ("alternate", "shuffle")
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("evalnb")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def _git_revision() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def plan(
@@ -84,7 +58,7 @@ def plan(
     rng = random.Random(seed)
     if order == "shuffle":
         rng.shuffle(blocks)
-    planned = []
+    planned: list[tuple[Case, Variant, int]] = []
     for i, r in blocks:
         if order == "alternate":
             shift = (i + r) % len(variants)
@@ -242,7 +216,7 @@ class _Execution:
     async def attempt(self, case: Case, variant: Variant, repeat: int, order: int) -> Sample:
         messages = variant.messages_for(case)
         request = Request(case, variant, repeat, messages, variant.params)
-        started = _now()
+        started = now()
         clock = time.perf_counter()
         completion: Completion | None = None
         error: str | None = None
@@ -351,32 +325,9 @@ class _Execution:
             await asyncio.gather(*workers, return_exceptions=True)
 
 
-def _check_resume(manifest: dict[str, Any], cases, variants, repeats, order, seed, path) -> None:
-    expected = {
-        "cases": [c.to_dict() for c in cases],
-        "variants": [v.to_dict() for v in variants],
-        "repeats": repeats,
-        "order.scheme": order,
-        "order.seed": seed,
-    }
-    found = {
-        "cases": manifest.get("cases"),
-        "variants": manifest.get("variants"),
-        "repeats": manifest.get("repeats"),
-        "order.scheme": manifest.get("order", {}).get("scheme"),
-        "order.seed": manifest.get("order", {}).get("seed"),
-    }
-    for key, value in expected.items():
-        if json.loads(json.dumps(value, default=str)) != found[key]:
-            raise StoreError(
-                f"{path}/manifest.json: '{key}' differs from this resume's; "
-                "resume with exactly the cases, variants, repeats and order of the original run"
-            )
-
-
 async def arun(
     cases: Sequence[Case] | str | os.PathLike[str],
-    target: Any,
+    target: Target,
     *,
     variants: Iterable[Variant | str] | None = None,
     repeats: int = 1,
@@ -385,22 +336,22 @@ async def arun(
     resume: bool = False,
     order: str = "alternate",
     seed: int = 0,
-    checks: Iterable[Any] = (),
+    checks: Iterable[CheckSpec] = (),
     timeout: float | None = None,
     progress: bool = True,
     flush_every: int = 5000,
     flush_seconds: float = 5.0,
     command: Sequence[str] | None = None,
     on_start: Callable[[Path], None] | None = None,
-    judge: Any = None,
+    judge: Target | None = None,
     canonical: Callable[[str, Case], str | None] | None = None,
 ) -> RunResult:
-    """Async form of :func:`run` (same arguments)."""
+    """Async form of :func:`run`, with the same parameters; await it in a running loop."""
     cases_file = None
     if isinstance(cases, str | os.PathLike):
         cases_file = {"path": str(cases), "sha256": file_sha256(cases)}
         cases = load_cases(cases)
-    cases = list(cases)
+    cases = built_cases(cases)
     if not cases:
         raise ValueError("'cases' must hold at least one case; got none")
     ids = [c.id for c in cases]
@@ -420,14 +371,14 @@ async def arun(
     if judge is not None and not callable(getattr(judge, "complete", None)):
         raise TypeError(f"'judge' must have an async complete(request) method; got {judge!r}")
     planned = plan(cases, variants, repeats, order, seed)
-    started = _now()
+    started = now()
 
     if out is None:
         out = Path("runs") / f"run-{started:%Y%m%dT%H%M%SZ}-{os.urandom(2).hex()}"
     path = Path(out)
     if resume:
         manifest = store.read_manifest(path)
-        _check_resume(manifest, cases, variants, repeats, order, seed, path)
+        check_resume(manifest, path, cases, variants, repeats, order, seed)
         store.remove_orphan_parts(path)
         done = store.sample_keys(path)
         run_id = manifest["run_id"]
@@ -438,43 +389,27 @@ async def arun(
         store.create_run_dir(path)
         done = set()
         run_id = path.name
-        manifest = {
-            "schema_version": store.SCHEMA_VERSION,
-            "run_id": run_id,
-            "status": "running",
-            "started_at": started.isoformat(),
-            "ended_at": None,
-            "evalnb_version": _version(),
-            "python": sys.version.split()[0],
-            "platform": {
-                "system": platform.system(),
-                "release": platform.release(),
-                "machine": platform.machine(),
-                "implementation": platform.python_implementation(),
-            },
-            "command": list(command) if command else None,
-            "cwd": os.getcwd(),
-            "git_revision": _git_revision(),
-            "cases_file": cases_file,
-            "cases": [c.to_dict() for c in cases],
-            "extra_checks": [c.spec for c in extra_checks],
-            "variants": [v.to_dict() for v in variants],
-            "repeats": repeats,
-            "concurrency": concurrency,
-            "order": {
-                "scheme": order,
-                "seed": seed,
-                "planned": [[c.id, v.name, r] for c, v, r in planned],
-            },
-            "target": None,
-        }
+        manifest = new_manifest(
+            run_id,
+            started,
+            cases=cases,
+            cases_file=cases_file,
+            extra_checks=extra_checks,
+            variants=variants,
+            repeats=repeats,
+            concurrency=concurrency,
+            order=order,
+            seed=seed,
+            planned=planned,
+            command=command,
+        )
     if on_start is not None:
         on_start(path)
 
     counted_judge = _CountingTarget(judge) if judge is not None else None
     async with contextlib.AsyncExitStack() as stack:
         for resource in (target, judge):
-            if hasattr(resource, "__aenter__"):
+            if isinstance(resource, contextlib.AbstractAsyncContextManager):
                 await stack.enter_async_context(resource)
         if not resume:
             manifest["target"] = await _describe(target)
@@ -517,7 +452,7 @@ async def arun(
             execution.flush()
             if counted_judge is not None:
                 manifest.setdefault("judge", {"calls": 0})["calls"] += counted_judge.calls
-            manifest.update(status=status, ended_at=_now().isoformat())
+            manifest.update(status=status, ended_at=now().isoformat())
             store.write_json_atomic(path / "manifest.json", manifest)
     return _result(path, run_id, variants)
 
@@ -548,15 +483,84 @@ def _result(path: Path, run_id: str, variants: Sequence[Variant]) -> RunResult:
     return RunResult(path, run_id, "complete", counts, latencies, tallies)
 
 
-def run(cases: Sequence[Case] | str | os.PathLike[str], target: Any, **kwargs: Any) -> RunResult:
+def run(
+    cases: Sequence[Case] | str | os.PathLike[str],
+    target: Target,
+    *,
+    variants: Iterable[Variant | str] | None = None,
+    repeats: int = 1,
+    out: str | os.PathLike[str] | None = None,
+    concurrency: int = 8,
+    resume: bool = False,
+    order: str = "alternate",
+    seed: int = 0,
+    checks: Iterable[CheckSpec] = (),
+    timeout: float | None = None,
+    progress: bool = True,
+    flush_every: int = 5000,
+    flush_seconds: float = 5.0,
+    command: Sequence[str] | None = None,
+    on_start: Callable[[Path], None] | None = None,
+    judge: Target | None = None,
+    canonical: Callable[[str, Case], str | None] | None = None,
+) -> RunResult:
     """Run every case for every variant ``repeats`` times against ``target``.
 
-    Writes a run directory (``out``, default ``runs/run-<time>-<hex>``) and returns a
-    :class:`RunResult`. One sample's failure becomes an incomplete sample; Ctrl-C
-    flushes what is done, marks the manifest ``interrupted`` and raises
-    ``KeyboardInterrupt``; ``resume=True`` runs only the missing keys. Works in a
-    notebook too (the run gets its own event loop on a worker thread).
+    Writes a run directory and returns a :class:`RunResult`. One sample's failure becomes an
+    incomplete sample; Ctrl-C flushes what is done, marks the manifest ``interrupted`` and
+    raises ``KeyboardInterrupt``. Works in a notebook too (the run gets its own event loop
+    on a worker thread).
+
+    Parameters:
+        cases: a cases file (``.jsonl``/``.json``) or :class:`Case` objects.
+        target: a :class:`~evalnb.targets.Target` (``async complete(request)``).
+        variants: :class:`Variant` objects or names (a name alone changes nothing);
+            default one variant, ``baseline``.
+        repeats: samples per case and variant.
+        out: the run directory to create; default ``runs/run-<time>-<hex>``. An existing
+            directory is refused unless ``resume``.
+        concurrency: samples in flight at once.
+        resume: finish the run in ``out``: only the missing keys run; the cases, variants,
+            repeats and order must be the original run's.
+        order: ``"alternate"`` (each case and repeat rotates which variant goes first) or
+            ``"shuffle"`` (seeded); the planned order is kept in the manifest.
+        seed: the seed of ``"shuffle"``.
+        checks: checks added to every case (specs, callables or check objects).
+        timeout: seconds one sample may take in all (``None``: the target's own limits).
+        progress: show a tqdm progress bar (also in a notebook).
+        flush_every: write a part after this many samples...
+        flush_seconds: ...or after this many seconds, whichever comes first.
+        command: the command line recorded in the manifest (the CLI passes its own).
+        on_start: called with the run directory once it exists, before the first sample.
+        judge: the target that answers ``judge`` checks (required when a case has one).
+        canonical: ``fn(answer, case)`` giving the form two answers must share to agree;
+            default: the expected keys as JSON for cases with ``expect_keys``, else the
+            answer with white space collapsed and case folded.
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
-    return run_sync(arun(cases, target, **kwargs))
+    return cast(
+        RunResult,
+        run_sync(
+            arun(
+                cases,
+                target,
+                variants=variants,
+                repeats=repeats,
+                out=out,
+                concurrency=concurrency,
+                resume=resume,
+                order=order,
+                seed=seed,
+                checks=checks,
+                timeout=timeout,
+                progress=progress,
+                flush_every=flush_every,
+                flush_seconds=flush_seconds,
+                command=command,
+                on_start=on_start,
+                judge=judge,
+                canonical=canonical,
+            )
+        ),
+    )

@@ -11,15 +11,16 @@ import datetime as dt
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalnb import store
 from evalnb._exceptions import CasesError, StoreError
 from evalnb._sync import run_sync
 from evalnb._types import Action, Case, Sample, ToolCall
 from evalnb.cases import file_sha256, load_cases
-from evalnb.checks import arun_checks, build_checks
+from evalnb.checks import CheckSpec, arun_checks, build_checks, built_cases
 from evalnb.checks.judge import JUDGE
+from evalnb.targets import Target
 
 __all__ = ["ascore", "score"]
 
@@ -51,11 +52,11 @@ async def ascore(
     run_dir: str | os.PathLike[str],
     *,
     cases: Sequence[Case] | str | os.PathLike[str] | None = None,
-    checks: Iterable[Any] = (),
+    checks: Iterable[CheckSpec] = (),
     label: str | None = None,
-    judge: Any = None,
+    judge: Target | None = None,
 ) -> str:
-    """Async form of :func:`score`."""
+    """Async form of :func:`score`, with the same parameters."""
     run_dir = Path(run_dir)
     manifest = store.read_manifest(run_dir)
     source: dict[str, Any] = {"cases": "manifest"}
@@ -66,6 +67,7 @@ async def ascore(
         cases = load_cases(cases)
     else:
         source = {"cases": "python"}
+    cases = built_cases(cases)
     by_id = {case.id: case for case in cases}
     extra = build_checks(checks)
     if judge is None and any(c.type == "judge" for case in cases for c in case.checks):
@@ -90,7 +92,7 @@ async def ascore(
     token = JUDGE.set(judge)
     try:
         async with contextlib.AsyncExitStack() as stack:
-            if hasattr(judge, "__aenter__"):
+            if isinstance(judge, contextlib.AbstractAsyncContextManager):
                 await stack.enter_async_context(judge)
             batch: list[tuple[Sample, Any]] = []
             for sample in samples:
@@ -117,14 +119,31 @@ async def ascore(
     return label
 
 
-def score(run_dir: str | os.PathLike[str], **kwargs: Any) -> str:
-    """Recompute the checks of a stored run and return the new scoring's label.
+def score(
+    run_dir: str | os.PathLike[str],
+    *,
+    cases: Sequence[Case] | str | os.PathLike[str] | None = None,
+    checks: Iterable[CheckSpec] = (),
+    label: str | None = None,
+    judge: Target | None = None,
+) -> str:
+    """Recompute the checks of a stored run, without calling the target, into
+    ``scores/<label>/`` beside the earlier results; return the label.
 
-    ``cases`` (a file or Case objects; default: the definitions in the manifest) gives
-    the checks; ``checks`` adds checks to every case; ``judge`` is the judge target.
+    Parameters:
+        run_dir: the run directory.
+        cases: a cases file or :class:`Case` objects whose checks to use; default: the
+            case definitions in the manifest (Python checks cannot be rebuilt from it).
+        checks: checks added to every case.
+        label: the scoring's name (letters, digits, ``-``, ``_``, ``.``); default
+            ``score-<time>``. An existing label is refused.
+        judge: the target that answers ``judge`` checks.
+
     ``evalnb.load`` reads the newest scoring unless told another (``scoring="run"``).
 
     >>> score("runs/shop", cases="data/cases/shop-stricter.jsonl", label="stricter")
     'stricter'
     """
-    return run_sync(ascore(run_dir, **kwargs))
+    return cast(
+        str, run_sync(ascore(run_dir, cases=cases, checks=checks, label=label, judge=judge))
+    )

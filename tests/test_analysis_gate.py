@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evalnb.analysis import GatePolicy, add_gate_arguments, gate, gate_command, load
+from evalnb.analysis import GatePolicy, gate, load
+from evalnb.cli.analyse import add_gate_arguments, gate_command
 from evalnb.store import write_json_atomic
 from tests.test_analysis_agreement import CASES, invoice_rows
 from tests.test_analysis_runs import counts_run, manifest, write_run

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalnb.analysis import add_report_arguments, load, report_command, report_html, report_text
+from evalnb.analysis import load
+from evalnb.cli.analyse import add_report_arguments, report_command
+from evalnb.report import report_html, report_text
 from tests.test_analysis_runs import counts_rows, write_run
 
 

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from evalnb import Case, CasesError, load_cases
-from evalnb.checks import check_types
+from evalnb.checks import build_checks, check_types
 
 TYPES = ", ".join(repr(name) for name in sorted(check_types()))
 SHOP = "data/cases/shop.jsonl"
@@ -116,7 +116,7 @@ def test_case_from_python_accepts_callables_and_defaults_group():
         return None if len(answer) < 10 else "too long"
 
     case = Case("x", prompt="p", checks=[short, {"type": "contains", "text": "p"}])
-    assert [c.name for c in case.checks] == ["short", "contains:p"]
+    assert [c.name for c in build_checks(case.checks)] == ["short", "contains:p"]
     assert case.group == "x"
     with pytest.raises(ValueError, match="exactly one of 'prompt' or 'messages'; got both"):
         Case("y", prompt="p", messages=[{"role": "user", "content": "p"}])

@@ -31,8 +31,6 @@ from evalnb.analysis import (
     load,
     power,
     rates,
-    report_html,
-    report_text,
     suite_rate,
 )
 from evalnb.plots import (
@@ -45,6 +43,7 @@ from evalnb.plots import (
     variant_colors,
 )
 from evalnb.plots._base import shorten_ids
+from evalnb.report import report_html, report_text
 from tests.test_analysis_runs import counts_rows, counts_run, write_run
 
 LONG = "customer_support_escalation_with_several_orders_and_a_refund_{:03d}"

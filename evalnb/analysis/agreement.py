@@ -12,19 +12,13 @@ from scipy.special import comb
 from evalnb.analysis import _args
 from evalnb.analysis._tally import tallies
 from evalnb.analysis.frames import Run
+from evalnb.evidence import normalise_answer
 from evalnb.store import SAMPLES_SCHEMA
 
 __all__ = ["agreement", "normalise_answer"]
 
 NORMALISED = "answer (normalised: strip, collapse white space, casefold)"
 _TOLERANCE = 1e-9
-
-
-def normalise_answer(text: str | None) -> str | None:
-    """Strip, collapse internal white space and casefold (None stays None)."""
-    if text is None:
-        return None
-    return " ".join(text.split()).casefold()
 
 
 def agreement(

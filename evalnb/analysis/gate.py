@@ -7,29 +7,24 @@ and 2 for a usage error (bad flags, an unreadable run, a rule that cannot be che
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import math
-import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from evalnb._exceptions import EvalnbError
 from evalnb.analysis import _args
 from evalnb.analysis._format import interval_text, signed, text_table
 from evalnb.analysis.agreement import agreement
 from evalnb.analysis.compare import A_BETTER, compare
-from evalnb.analysis.frames import Run, load
+from evalnb.analysis.frames import Run
 from evalnb.analysis.rates import rates
 from evalnb.analysis.suite import suite_rate
 
-__all__ = ["GatePolicy", "add_gate_arguments", "format_gate", "gate", "gate_command"]
+__all__ = ["GatePolicy", "format_gate", "gate"]
 
 RESULT_COLUMNS = ["rule", "variant", "check", "value", "op", "threshold", "passed", "detail"]
 
@@ -353,107 +348,3 @@ def format_gate(result: pd.DataFrame) -> str:
         else f"gate: FAIL ({failed} of {len(result)} rules failed)"
     )
     return f"{table}\n{verdict}"
-
-
-# -- command line -------------------------------------------------------------------------
-
-
-def add_gate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the ``evalnb gate`` arguments to ``parser`` (a subcommand parser)."""
-    parser.add_argument(
-        "run", nargs="+", metavar="RUN_DIR", help="run directory (several load as one)"
-    )
-    parser.add_argument(
-        "--policy", metavar="FILE", help="JSON file with policy keys; flags override"
-    )
-    parser.add_argument(
-        "--min-rate", type=float, metavar="X", help="suite rate of each variant >= X"
-    )
-    parser.add_argument("--min-case-rate", type=float, metavar="X", help="every case's rate >= X")
-    parser.add_argument(
-        "--every-case-passes",
-        action="store_true",
-        default=None,
-        help="every case passes at least once",
-    )
-    parser.add_argument(
-        "--agreement",
-        nargs="?",
-        const=True,
-        metavar="MIN",
-        help="every case meets its metadata agreement_min, or MIN when given",
-    )
-    parser.add_argument(
-        "--no-worse-than",
-        metavar="VARIANT",
-        help="fail when VARIANT is better than another variant",
-    )
-    parser.add_argument(
-        "--variant",
-        action="append",
-        metavar="NAME",
-        help="apply rules to this variant (repeatable)",
-    )
-    parser.add_argument("--check", metavar="NAME", help="check the rates use (default: all)")
-    parser.add_argument("--split", choices=["dev", "heldout"], help="only cases of this split")
-    parser.add_argument("--level", type=float, metavar="L", help="confidence level (default 0.95)")
-    parser.add_argument(
-        "--allow-interrupted",
-        action="store_true",
-        help="do not require the run's status to be complete",
-    )
-    return parser
-
-
-def policy_from_args(args: argparse.Namespace) -> GatePolicy:
-    """The policy a parsed ``evalnb gate`` command line asks for."""
-    values: dict[str, Any] = {}
-    if args.policy:
-        try:
-            values = json.loads(Path(args.policy).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ValueError(f"--policy {args.policy}: cannot read ({exc.strerror})") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"--policy {args.policy}:{exc.lineno}: not valid JSON ({exc.msg})"
-            ) from None
-        if not isinstance(values, dict):
-            raise ValueError(f"--policy {args.policy}: must hold a JSON object; got {values!r}")
-    flags = {
-        "min_rate": args.min_rate,
-        "min_case_rate": args.min_case_rate,
-        "every_case_passes": args.every_case_passes,
-        "agreement": _agreement_flag(args.agreement),
-        "no_worse_than": args.no_worse_than,
-        "variants": tuple(args.variant) if args.variant else None,
-        "check": args.check,
-        "split": args.split,
-        "level": args.level,
-    }
-    values.update({k: v for k, v in flags.items() if v is not None})
-    if args.allow_interrupted:
-        values["require_complete"] = False
-    return GatePolicy.from_mapping(values)
-
-
-def _agreement_flag(value: Any) -> bool | float | None:
-    if value is None or value is True:
-        return value
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"--agreement must be a number between 0 and 1; got {value!r}") from None
-
-
-def gate_command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None) -> int:
-    """Run ``evalnb gate``: print every rule; 1 when any fails, 0 when all pass, 2 on misuse."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
-    try:
-        policy = policy_from_args(args)
-        result = gate(load(args.run), policy)
-    except (ValueError, TypeError, EvalnbError) as exc:
-        print(f"evalnb gate: {exc}", file=stderr)
-        return 2
-    print(format_gate(result), file=stdout)
-    return 0 if bool(result["passed"].all()) else 1

@@ -6,11 +6,20 @@ import abc
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
 from evalnb._types import Sample
 
-__all__ = ["FunctionCheck", "Outcome", "SpecCheck", "Unscored", "check_types", "register"]
+__all__ = [
+    "Check",
+    "CheckSpec",
+    "FunctionCheck",
+    "Outcome",
+    "SpecCheck",
+    "Unscored",
+    "check_types",
+    "register",
+]
 
 _REGISTRY: dict[str, type[SpecCheck]] = {}
 
@@ -29,6 +38,35 @@ class Outcome:
     passed: bool | None
     detail: str = ""
     evidence: Any = None
+
+
+@runtime_checkable
+class Check(Protocol):
+    """What the runner asks of a check: its identity and one method.
+
+    ``applies`` is whether the check can be scored for its case at all; the call returns
+    None/True (fine), False or a problem message (failed), :class:`Unscored` or an
+    :class:`Outcome`, or an awaitable of one of these (the judge).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def spec(self) -> Mapping[str, Any]: ...
+
+    @property
+    def applies(self) -> bool: ...
+
+    def __call__(self, sample: Sample) -> Any: ...
+
+
+#: What may stand in a case's ``checks`` or a run's ``checks=``: a spec mapping
+#: (``{"type": "contains", "text": "A-1042"}``), a plain callable, or a :class:`Check`.
+CheckSpec: TypeAlias = Mapping[str, Any] | Callable[..., Any] | Check
 
 
 def register(cls: type[SpecCheck]) -> type[SpecCheck]:

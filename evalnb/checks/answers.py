@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from evalnb._types import Sample
 from evalnb.checks._base import SpecCheck, Unscored, register
 from evalnb.checks.lexical import _count, _texts
+from evalnb.evidence import canonical_answer, extract_json
 
 __all__ = [
     "AnswerTerms",
@@ -20,45 +20,6 @@ __all__ = [
     "canonical_answer",
     "extract_json",
 ]
-
-
-def extract_json(answer: str) -> tuple[dict[str, Any] | None, str]:
-    """Parse the first ``{`` to the last ``}`` as a JSON object.
-
-    Returns ``(object, "")`` or ``(None, problem)``. Prose around the object is
-    allowed; anything else is reported, never guessed.
-    """
-    start, end = answer.find("{"), answer.rfind("}")
-    if start < 0 or end < start:
-        return None, "no JSON object in the answer"
-    try:
-        value = json.loads(answer[start : end + 1])
-    except json.JSONDecodeError as exc:
-        return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
-    if not isinstance(value, dict):
-        return None, f"JSON is a {type(value).__name__}, not an object"
-    return value, ""
-
-
-def _normalised(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def canonical_answer(answer: str | None, expect_keys: Sequence[str] | None = None) -> str | None:
-    """The form two answers must share to count as the same.
-
-    With ``expect_keys``: the expected keys only, sorted, as JSON (``None`` when the
-    answer has no JSON object or lacks a key, so schema failures never agree). Without:
-    the answer with white space collapsed and case folded.
-    """
-    if answer is None:
-        return None
-    if not expect_keys:
-        return _normalised(answer)
-    value, _ = extract_json(answer)
-    if value is None or any(key not in value for key in expect_keys):
-        return None
-    return json.dumps({key: value[key] for key in expect_keys}, sort_keys=True)
 
 
 def _keys(value: Any) -> tuple[str, ...]:

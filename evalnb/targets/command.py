@@ -33,7 +33,7 @@ from typing import Any
 from evalnb._exceptions import TargetError
 from evalnb._types import Case, Completion, Request
 from evalnb.cases import file_sha256
-from evalnb.checks.trace import parse_trace
+from evalnb.evidence import parse_trace
 
 __all__ = ["Command"]
 
@@ -272,8 +272,11 @@ class Command:
         if not completion.text:
             raise TargetError("empty answer", status="empty", partial=completion)
         if self.require_trace:
-            problem = "no trace was written" if trace is None else None
-            problem = problem or parse_trace(trace, trace_truncated).problem
+            problem = (
+                "no trace was written"
+                if trace is None
+                else parse_trace(trace, trace_truncated).problem
+            )
             if problem:
                 raise TargetError(
                     f"unusable trace: {problem}", status="malformed", partial=completion

@@ -1,8 +1,4 @@
-"""The ``evalnb`` command line.
-
-Exit codes: 0 the command did its job (for ``run``: the experiment ran and was written,
-whatever the model did); 1 a gate failed; 2 bad input or usage; 130 interrupted.
-"""
+"""``evalnb run``, ``evalnb demo`` and ``evalnb score``: the commands that write runs."""
 
 from __future__ import annotations
 
@@ -16,228 +12,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evalnb._exceptions import EvalnbError
 from evalnb._types import Variant
+from evalnb.cli._common import UsageError
 from evalnb.containment import Containment
 from evalnb.experiment import load_experiment, parse_value, parse_variant
 from evalnb.runner import run
 from evalnb.suites import PREFIX, resolve
-from evalnb.targets import Command, OpenAIChat
+from evalnb.targets import Command, OpenAIChat, Target
 
-__all__ = ["main"]
-
-
-class _UsageError(EvalnbError):
-    pass
-
-
-def _command_argv(spec: dict[str, Any], server: str | None, base_dir: Path) -> list[str]:
-    """The harness argv with ``{python}``, ``{base_url}`` and ``{model}`` filled in, and
-    script paths made absolute (the process runs in a fresh workspace)."""
-    argv = spec["command"]
-    argv = shlex.split(argv) if isinstance(argv, str) else list(argv)
-    values = {"python": sys.executable, "base_url": server, "model": spec.get("model")}
-    out = []
-    for arg in argv:
-        for name, value in values.items():
-            if f"{{{name}}}" in arg:
-                if value is None:
-                    raise _UsageError(
-                        f"the command uses {{{name}}}, but no {name} was given "
-                        "(--standin or --base-url, --model)"
-                    )
-                arg = arg.replace(f"{{{name}}}", value)
-        local = base_dir / arg
-        out.append(str(local.resolve()) if not os.path.isabs(arg) and local.is_file() else arg)
-    return out
+__all__ = [
+    "add_demo_arguments",
+    "add_run_arguments",
+    "add_score_arguments",
+    "demo_command",
+    "run_command",
+    "score_command",
+]
 
 
-def _target(spec: dict[str, Any], stack: contextlib.ExitStack, base_dir: Path) -> Any:
-    """The target an experiment's settings describe.
-
-    ``standin`` or ``base_url`` name the model server; with ``command`` the target is the
-    harness (which reaches that server through ``{base_url}`` in its argv), otherwise
-    the server itself through ``OpenAIChat``.
-    """
-    if spec.get("standin") and spec.get("base_url"):
-        raise _UsageError("choose one model server: --standin or --base-url URL, not both")
-    server = spec.get("base_url")
-    if spec.get("standin"):
-        from evalnb.standin import StandIn
-
-        server = stack.enter_context(StandIn()).base_url
-    if spec.get("command"):
-        containment = Containment() if spec.get("containment") else None
-        return Command(
-            _command_argv(spec, server, base_dir),
-            setup=containment.setup if containment else None,
-            inspect=containment.inspect if containment else None,
-            require_trace=bool(spec.get("require_trace")),
-            **({"timeout": spec["timeout"]} if spec.get("timeout") else {}),
-        )
-    if server is None:
-        raise _UsageError("choose a target: --standin, --base-url URL or --command 'ARGV'")
-    options = {k: spec[k] for k in ("timeout", "max_retries") if spec.get(k) is not None}
-    return OpenAIChat(
-        server,
-        spec.get("model"),
-        api_key_env=spec.get("api_key_env"),
-        params=spec.get("params") or {},
-        **options,
-    )
-
-
-def _params(items: Sequence[str]) -> dict[str, Any]:
-    params = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise _UsageError(f"--param must be KEY=VALUE; got {item!r}")
-        params[key] = parse_value(value)
-    return params
-
-
-def _cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    experiment = load_experiment(resolve(args.experiment, ".toml")) if args.experiment else None
-    cases = resolve(args.cases, ".jsonl") if args.cases else None
-    cases = cases or (experiment.cases if experiment else None)
-    if cases is None:
-        raise _UsageError("no cases: give a cases file, or an experiment file with 'cases'")
-    settings = dict(experiment.settings) if experiment else {}
-    spec = dict(experiment.target) if experiment else {}
-    flags = {
-        "standin": args.standin or None,
-        "base_url": args.base_url,
-        "command": args.command,
-        "model": args.model,
-        "api_key_env": args.api_key_env,
-        "timeout": args.request_timeout,
-    }
-    if flags["standin"] or flags["base_url"]:
-        spec.pop("standin", None)
-        spec.pop("base_url", None)
-    if flags["command"]:
-        spec.pop("command", None)
-    for key in ("containment", "require_trace"):
-        if getattr(args, key):
-            spec[key] = True
-    spec.update({k: v for k, v in flags.items() if v is not None})
-    if args.param:
-        spec["params"] = {**spec.get("params", {}), **_params(args.param)}
-    variants = [parse_variant(v) for v in args.variant] or (
-        experiment.variants if experiment and experiment.variants else None
-    )
-    for key in ("repeats", "concurrency", "order", "seed"):
-        if getattr(args, key) is not None:
-            settings[key] = getattr(args, key)
-    with contextlib.ExitStack() as stack:
-        base_dir = experiment.path.parent if experiment and not args.command else Path.cwd()
-        target = _target(spec, stack, base_dir)
-        judge = None
-        if args.judge_model:
-            judge_url = args.judge_base_url or getattr(target, "base_url", None)
-            if judge_url is None:
-                raise _UsageError("--judge-model needs --judge-base-url with this target")
-            judge = OpenAIChat(judge_url, args.judge_model, api_key_env=args.api_key_env)
-        try:
-            result = run(
-                cases,
-                target,
-                variants=variants,
-                judge=judge,
-                out=args.out,
-                resume=args.resume,
-                progress=not args.no_progress,
-                command=["evalnb", *argv],
-                on_start=lambda path: print(f"writing {path}", file=sys.stderr),
-                **settings,
-            )
-        except KeyboardInterrupt:
-            again = shlex.join(["evalnb", *argv, *([] if args.resume else ["--resume"])])
-            print(
-                f"\ninterrupted; what finished is saved. Resume with:\n  {again}", file=sys.stderr
-            )
-            return 130
-    print(result.summary())
-    return 0
-
-
-def _cmd_demo(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb.analysis import compare, load, rates
-    from evalnb.standin import StandIn
-
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = Path(args.out) if args.out else Path("runs") / f"demo-{stamp}"
-    variants = [Variant("v1"), Variant("v2", params={"model": "shop-v2"})]
-    with StandIn(seed=args.seed) as server:
-        target = OpenAIChat(server.base_url, "shop-v1")
-        result = run(
-            resolve(args.cases, ".jsonl"),
-            target,
-            variants=variants,
-            repeats=args.repeats,
-            out=out,
-            concurrency=16,
-            progress=not args.no_progress,
-            command=["evalnb", *argv],
-        )
-    print(result.summary())
-    run_frames = load(out)
-    table = rates(run_frames, by=["variant", "case_id"], check="all")
-    print("\nAll checks passed, per variant and case (Wilson 95% interval):")
-    for row in table.itertuples():
-        print(
-            f"  {row.variant:<4} {row.case_id:<16} {row.k:>3}/{row.n:<3}"
-            f"  {row.estimate:6.1%}  ({row.low:6.1%} - {row.high:6.1%})"
-        )
-    diff = compare(run_frames, a="v1", b="v2").iloc[0]
-    print(
-        f"\nPaired comparison over {diff.cases} cases x {diff.repeats_a:g} repeats: v2 - v1 = "
-        f"{diff['diff']:+.1%} (95% CI {diff.low:+.1%} to {diff.high:+.1%}, p = {diff.p_value:.3f})"
-        f": {diff.verdict} (A = v1, B = v2)."
-    )
-    print(
-        f"\nThe run is in {out}/ (Parquet + manifest.json). Next, in a notebook:\n"
-        f"  import evalnb\n  run = evalnb.load({str(out)!r})\n"
-        '  evalnb.compare(run, a="v1", b="v2")'
-    )
-    return 0
-
-
-def _cmd_score(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb.score import score
-
-    judge = None
-    if args.judge_model:
-        if not args.judge_base_url:
-            raise _UsageError("--judge-model needs --judge-base-url")
-        judge = OpenAIChat(args.judge_base_url, args.judge_model, api_key_env=args.api_key_env)
-    checks = [parse_value(text) for text in args.check]
-    for i, spec in enumerate(checks):
-        if not isinstance(spec, dict):
-            raise _UsageError(f"--check #{i + 1} must be a JSON object; got {spec!r}")
-    label = score(args.run_dir, cases=args.cases, checks=checks, label=args.label, judge=judge)
-    print(f"scored {args.run_dir} again as {label!r} (the earlier results are kept)")
-    return 0
-
-
-def _cmd_serve_gguf(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb.gguf import serve_command
-
-    return serve_command(args)
-
-
-def _cmd_standin(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb import standin
-
-    return standin.main(argv[1:])
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="evalnb", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
-
-    p = sub.add_parser("run", help="run cases x variants x repeats against a target")
+def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb run`` arguments to ``p``."""
     p.add_argument(
         "cases", nargs="?", help=f"cases file (.jsonl or .json), or {PREFIX}NAME (packaged)"
     )
@@ -279,15 +73,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--judge-model", help="model for 'judge' checks (default URL: the target's)")
     p.add_argument("--judge-base-url", help="OpenAI-compatible URL of the judge model")
+    return p
 
-    p = sub.add_parser("demo", help="the shop comparison (v1 vs v2) on the stand-in")
+
+def add_demo_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb demo`` arguments to ``p``."""
     p.add_argument("--cases", default=f"{PREFIX}shop", help=f"cases file (default: {PREFIX}shop)")
     p.add_argument("--repeats", type=int, default=25)
     p.add_argument("--seed", type=int, default=0, help="stand-in seed")
     p.add_argument("--out", help="run directory (default runs/demo-<time>)")
     p.add_argument("--no-progress", action="store_true")
+    return p
 
-    p = sub.add_parser("score", help="recompute checks of a stored run (no model calls)")
+
+def add_score_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb score`` arguments to ``p``."""
     p.add_argument("run_dir", help="the run directory")
     p.add_argument("--cases", help="cases file with the checks to use (default: the manifest's)")
     p.add_argument("--check", action="append", default=[], help="JSON check spec for every case")
@@ -295,57 +95,194 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-base-url", help="judge model URL, for 'judge' checks")
     p.add_argument("--judge-model", help="judge model name")
     p.add_argument("--api-key-env", help="environment variable holding the judge's API key")
+    return p
 
-    from evalnb.analysis import add_gate_arguments, add_report_arguments
 
-    add_gate_arguments(sub.add_parser("gate", help="apply an explicit pass/fail policy to a run"))
-    add_report_arguments(sub.add_parser("report", help="rates, suite rate, comparison, latency"))
+def _command_argv(spec: dict[str, Any], server: str | None, base_dir: Path) -> list[str]:
+    """The harness argv with ``{python}``, ``{base_url}`` and ``{model}`` filled in, and
+    script paths made absolute (the process runs in a fresh workspace)."""
+    argv = spec["command"]
+    argv = shlex.split(argv) if isinstance(argv, str) else list(argv)
+    values = {"python": sys.executable, "base_url": server, "model": spec.get("model")}
+    out = []
+    for arg in argv:
+        for name, value in values.items():
+            if f"{{{name}}}" in arg:
+                if value is None:
+                    raise UsageError(
+                        f"the command uses {{{name}}}, but no {name} was given "
+                        "(--standin or --base-url, --model)"
+                    )
+                arg = arg.replace(f"{{{name}}}", value)
+        local = base_dir / arg
+        out.append(str(local.resolve()) if not os.path.isabs(arg) and local.is_file() else arg)
+    return out
 
-    from evalnb.gguf import add_serve_arguments
 
-    add_serve_arguments(
-        sub.add_parser("serve-gguf", help="serve Gemma 3 270M with llama.cpp on 127.0.0.1")
+def _target(spec: dict[str, Any], stack: contextlib.ExitStack, base_dir: Path) -> Target:
+    """The target an experiment's settings describe.
+
+    ``standin`` or ``base_url`` name the model server; with ``command`` the target is the
+    harness (which reaches that server through ``{base_url}`` in its argv), otherwise
+    the server itself through ``OpenAIChat``.
+    """
+    if spec.get("standin") and spec.get("base_url"):
+        raise UsageError("choose one model server: --standin or --base-url URL, not both")
+    server = spec.get("base_url")
+    if spec.get("standin"):
+        from evalnb.standin import StandIn
+
+        server = stack.enter_context(StandIn()).base_url
+    if spec.get("command"):
+        containment = Containment() if spec.get("containment") else None
+        return Command(
+            _command_argv(spec, server, base_dir),
+            setup=containment.setup if containment else None,
+            inspect=containment.inspect if containment else None,
+            require_trace=bool(spec.get("require_trace")),
+            **({"timeout": spec["timeout"]} if spec.get("timeout") else {}),
+        )
+    if server is None:
+        raise UsageError("choose a target: --standin, --base-url URL or --command 'ARGV'")
+    options = {k: spec[k] for k in ("timeout", "max_retries") if spec.get(k) is not None}
+    return OpenAIChat(
+        server,
+        spec.get("model"),
+        api_key_env=spec.get("api_key_env"),
+        params=spec.get("params") or {},
+        **options,
     )
 
-    sub.add_parser("standin", help="serve the stand-in model on 127.0.0.1", add_help=False)
-    return parser
+
+def _params(items: Sequence[str]) -> dict[str, Any]:
+    params = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--param must be KEY=VALUE; got {item!r}")
+        params[key] = parse_value(value)
+    return params
 
 
-def _cmd_gate(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb.analysis import gate_command
+def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    experiment = load_experiment(resolve(args.experiment, ".toml")) if args.experiment else None
+    cases = resolve(args.cases, ".jsonl") if args.cases else None
+    cases = cases or (experiment.cases if experiment else None)
+    if cases is None:
+        raise UsageError("no cases: give a cases file, or an experiment file with 'cases'")
+    settings = dict(experiment.settings) if experiment else {}
+    spec = dict(experiment.target) if experiment else {}
+    flags = {
+        "standin": args.standin or None,
+        "base_url": args.base_url,
+        "command": args.command,
+        "model": args.model,
+        "api_key_env": args.api_key_env,
+        "timeout": args.request_timeout,
+    }
+    if flags["standin"] or flags["base_url"]:
+        spec.pop("standin", None)
+        spec.pop("base_url", None)
+    if flags["command"]:
+        spec.pop("command", None)
+    for key in ("containment", "require_trace"):
+        if getattr(args, key):
+            spec[key] = True
+    spec.update({k: v for k, v in flags.items() if v is not None})
+    if args.param:
+        spec["params"] = {**spec.get("params", {}), **_params(args.param)}
+    variants = [parse_variant(v) for v in args.variant] or (
+        experiment.variants if experiment and experiment.variants else None
+    )
+    for key in ("repeats", "concurrency", "order", "seed"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    with contextlib.ExitStack() as stack:
+        base_dir = experiment.path.parent if experiment and not args.command else Path.cwd()
+        target = _target(spec, stack, base_dir)
+        judge = None
+        if args.judge_model:
+            judge_url = args.judge_base_url or getattr(target, "base_url", None)
+            if judge_url is None:
+                raise UsageError("--judge-model needs --judge-base-url with this target")
+            judge = OpenAIChat(judge_url, args.judge_model, api_key_env=args.api_key_env)
+        try:
+            result = run(
+                cases,
+                target,
+                variants=variants,
+                judge=judge,
+                out=args.out,
+                resume=args.resume,
+                progress=not args.no_progress,
+                command=["evalnb", *argv],
+                on_start=lambda path: print(f"writing {path}", file=sys.stderr),
+                **settings,
+            )
+        except KeyboardInterrupt:
+            again = shlex.join(["evalnb", *argv, *([] if args.resume else ["--resume"])])
+            print(
+                f"\ninterrupted; what finished is saved. Resume with:\n  {again}", file=sys.stderr
+            )
+            return 130
+    print(result.summary())
+    return 0
 
-    return gate_command(args)
+
+def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb.analysis import compare, load, rates
+    from evalnb.standin import StandIn
+
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = Path(args.out) if args.out else Path("runs") / f"demo-{stamp}"
+    variants = [Variant("v1"), Variant("v2", params={"model": "shop-v2"})]
+    with StandIn(seed=args.seed) as server:
+        target = OpenAIChat(server.base_url, "shop-v1")
+        result = run(
+            resolve(args.cases, ".jsonl"),
+            target,
+            variants=variants,
+            repeats=args.repeats,
+            out=out,
+            concurrency=16,
+            progress=not args.no_progress,
+            command=["evalnb", *argv],
+        )
+    print(result.summary())
+    run_frames = load(out)
+    table = rates(run_frames, by=["variant", "case_id"], check="all")
+    print("\nAll checks passed, per variant and case (Wilson 95% interval):")
+    for row in table.itertuples():
+        print(
+            f"  {row.variant:<4} {row.case_id:<16} {row.k:>3}/{row.n:<3}"
+            f"  {row.estimate:6.1%}  ({row.low:6.1%} - {row.high:6.1%})"
+        )
+    diff = compare(run_frames, a="v1", b="v2").iloc[0]
+    print(
+        f"\nPaired comparison over {diff.cases} cases x {diff.repeats_a:g} repeats: v2 - v1 = "
+        f"{diff['diff']:+.1%} (95% CI {diff.low:+.1%} to {diff.high:+.1%}, p = {diff.p_value:.3f})"
+        f": {diff.verdict} (A = v1, B = v2)."
+    )
+    print(
+        f"\nThe run is in {out}/ (Parquet + manifest.json). Next, in a notebook:\n"
+        f"  import evalnb\n  run = evalnb.load({str(out)!r})\n"
+        '  evalnb.compare(run, a="v1", b="v2")'
+    )
+    return 0
 
 
-def _cmd_report(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb.analysis import report_command
+def score_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb.score import score
 
-    return report_command(args)
-
-
-_COMMANDS = {
-    "run": _cmd_run,
-    "demo": _cmd_demo,
-    "score": _cmd_score,
-    "gate": _cmd_gate,
-    "report": _cmd_report,
-    "serve-gguf": _cmd_serve_gguf,
-    "standin": _cmd_standin,
-}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
-    if argv[:1] == ["standin"]:
-        return _cmd_standin(argparse.Namespace(), argv)
-    args = parser.parse_args(argv)
-    try:
-        return _COMMANDS[args.command_name](args, argv)
-    except (EvalnbError, ValueError) as exc:
-        print(f"evalnb {args.command_name}: error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    judge = None
+    if args.judge_model:
+        if not args.judge_base_url:
+            raise UsageError("--judge-model needs --judge-base-url")
+        judge = OpenAIChat(args.judge_base_url, args.judge_model, api_key_env=args.api_key_env)
+    checks = [parse_value(text) for text in args.check]
+    for i, spec in enumerate(checks):
+        if not isinstance(spec, dict):
+            raise UsageError(f"--check #{i + 1} must be a JSON object; got {spec!r}")
+    label = score(args.run_dir, cases=args.cases, checks=checks, label=args.label, judge=judge)
+    print(f"scored {args.run_dir} again as {label!r} (the earlier results are kept)")
+    return 0

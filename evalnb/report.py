@@ -7,31 +7,27 @@ embeds the plots (PNG, base64), so it stays one self-contained file.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
-import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from evalnb._exceptions import EvalnbError
 from evalnb.analysis import _args
 from evalnb.analysis._format import interval_text, number, share, signed, text_table
 from evalnb.analysis._tally import ALL
 from evalnb.analysis.agreement import agreement
 from evalnb.analysis.compare import compare, compare_cases
-from evalnb.analysis.frames import Run, load
+from evalnb.analysis.frames import Run
 from evalnb.analysis.latency import latency
 from evalnb.analysis.rates import rates
 from evalnb.analysis.suite import suite_rate
 
-__all__ = ["add_report_arguments", "report_command", "report_html", "report_text"]
+__all__ = ["report_html", "report_text"]
 
 #: Per-case rows shown before the rest is summarised.
 MAX_CASES = 100
@@ -366,43 +362,3 @@ def _latency_section(run: Run) -> Section:
         ],
         [draw],
     )
-
-
-# -- command line -------------------------------------------------------------------------
-
-
-def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the ``evalnb report`` arguments to ``parser`` (a subcommand parser)."""
-    parser.add_argument(
-        "run", nargs="+", metavar="RUN_DIR", help="run directory (several load as one)"
-    )
-    parser.add_argument("--html", metavar="FILE", help="also write the report as an HTML page")
-    parser.add_argument("--baseline", metavar="VARIANT", help="variant to compare the others with")
-    parser.add_argument(
-        "--check", default=ALL, metavar="NAME", help="check to report (default: all)"
-    )
-    parser.add_argument("--level", type=float, default=0.95, metavar="L", help="confidence level")
-    return parser
-
-
-def report_command(args: argparse.Namespace, stdout: Any = None, stderr: Any = None) -> int:
-    """Run ``evalnb report``: print the report; 0 on success, 2 on misuse."""
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
-    options = {"baseline": args.baseline, "check": args.check, "level": args.level}
-    try:
-        run = load(args.run)
-        text = report_text(run, **options)
-        page = report_html(run, **options) if args.html else None
-    except (ValueError, TypeError, EvalnbError) as exc:
-        print(f"evalnb report: {exc}", file=stderr)
-        return 2
-    print(text, end="", file=stdout)
-    if page is not None:
-        try:
-            Path(args.html).write_text(page, encoding="utf-8")
-        except OSError as exc:
-            print(f"evalnb report: --html {args.html}: cannot write ({exc.strerror})", file=stderr)
-            return 2
-        print(f"wrote {args.html}", file=stderr)
-    return 0

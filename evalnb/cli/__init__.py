@@ -1,0 +1,72 @@
+"""The ``evalnb`` command line: every command's parsing and exit codes, in one place.
+
+Exit codes: 0 the command did its job (for ``run``: the experiment ran and was written,
+whatever the model did); 1 a gate failed; 2 bad input or usage; 130 interrupted.
+Every ordinary mistake is one line on stderr, ``evalnb COMMAND: error: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from evalnb.cli._common import guarded
+from evalnb.cli.analyse import (
+    add_gate_arguments,
+    add_report_arguments,
+    gate_command,
+    report_command,
+)
+from evalnb.cli.run import (
+    add_demo_arguments,
+    add_run_arguments,
+    add_score_arguments,
+    demo_command,
+    run_command,
+    score_command,
+)
+from evalnb.cli.serve import serve_gguf_command, standin_command
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    from evalnb.gguf import add_serve_arguments
+
+    parser = argparse.ArgumentParser(prog="evalnb", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
+    add_run_arguments(sub.add_parser("run", help="run cases x variants x repeats against a target"))
+    add_demo_arguments(
+        sub.add_parser("demo", help="the shop comparison (v1 vs v2) on the stand-in")
+    )
+    add_score_arguments(
+        sub.add_parser("score", help="recompute checks of a stored run (no model calls)")
+    )
+    add_gate_arguments(sub.add_parser("gate", help="apply an explicit pass/fail policy to a run"))
+    add_report_arguments(sub.add_parser("report", help="rates, suite rate, comparison, latency"))
+    add_serve_arguments(
+        sub.add_parser("serve-gguf", help="serve a real GGUF model with llama.cpp on 127.0.0.1")
+    )
+    sub.add_parser("standin", help="serve the stand-in model on 127.0.0.1", add_help=False)
+    return parser
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
+    "run": run_command,
+    "demo": demo_command,
+    "score": score_command,
+    "gate": lambda args, argv: gate_command(args),
+    "report": lambda args, argv: report_command(args),
+    "serve-gguf": lambda args, argv: serve_gguf_command(args),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default: ``sys.argv[1:]``), run the command, return its exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["standin"]:
+        return standin_command(argv[1:])
+    args = _parser().parse_args(argv)
+    name = args.command_name
+    return guarded(name, lambda: _COMMANDS[name](args, argv))

@@ -1,0 +1,7 @@
+"""``python -m evalnb.cli``: the same as the ``evalnb`` command."""
+
+import sys
+
+from evalnb.cli import main
+
+sys.exit(main())

@@ -1,0 +1,169 @@
+"""``evalnb report`` and ``evalnb gate``: reading runs back, from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from evalnb.cli._common import EXIT_FAILED, EXIT_OK, UsageError, guarded
+
+if TYPE_CHECKING:
+    from evalnb.analysis import GatePolicy
+
+# The analysis (pandas, statsmodels) loads when a command runs, not when `evalnb run` starts.
+ALL = "all"
+
+__all__ = [
+    "add_gate_arguments",
+    "add_report_arguments",
+    "gate_command",
+    "policy_from_args",
+    "report_command",
+]
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb report`` arguments to ``parser`` (a subcommand parser)."""
+    parser.add_argument(
+        "run", nargs="+", metavar="RUN_DIR", help="run directory (several load as one)"
+    )
+    parser.add_argument("--html", metavar="FILE", help="also write the report as an HTML page")
+    parser.add_argument("--baseline", metavar="VARIANT", help="variant to compare the others with")
+    parser.add_argument(
+        "--check", default=ALL, metavar="NAME", help="check to report (default: all)"
+    )
+    parser.add_argument("--level", type=float, default=0.95, metavar="L", help="confidence level")
+    return parser
+
+
+def report_command(
+    args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Run ``evalnb report``: print the report; 0 on success, 2 on misuse."""
+    return guarded("report", lambda: _report(args, stdout or sys.stdout, stderr), stderr)
+
+
+def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None) -> int:
+    from evalnb.analysis import load
+    from evalnb.report import report_html, report_text
+
+    options = {"baseline": args.baseline, "check": args.check, "level": args.level}
+    run = load(args.run)
+    text = report_text(run, **options)
+    page = report_html(run, **options) if args.html else None
+    if page is not None:
+        try:
+            Path(args.html).write_text(page, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--html {args.html}: cannot write ({exc.strerror})") from None
+    print(text, end="", file=stdout)
+    if page is not None:
+        print(f"wrote {args.html}", file=stderr or sys.stderr)
+    return EXIT_OK
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb gate`` arguments to ``parser`` (a subcommand parser)."""
+    parser.add_argument(
+        "run", nargs="+", metavar="RUN_DIR", help="run directory (several load as one)"
+    )
+    parser.add_argument(
+        "--policy", metavar="FILE", help="JSON file with policy keys; flags override"
+    )
+    parser.add_argument(
+        "--min-rate", type=float, metavar="X", help="suite rate of each variant >= X"
+    )
+    parser.add_argument("--min-case-rate", type=float, metavar="X", help="every case's rate >= X")
+    parser.add_argument(
+        "--every-case-passes",
+        action="store_true",
+        default=None,
+        help="every case passes at least once",
+    )
+    parser.add_argument(
+        "--agreement",
+        nargs="?",
+        const=True,
+        metavar="MIN",
+        help="every case meets its metadata agreement_min, or MIN when given",
+    )
+    parser.add_argument(
+        "--no-worse-than",
+        metavar="VARIANT",
+        help="fail when VARIANT is better than another variant",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME",
+        help="apply rules to this variant (repeatable)",
+    )
+    parser.add_argument("--check", metavar="NAME", help="check the rates use (default: all)")
+    parser.add_argument("--split", choices=["dev", "heldout"], help="only cases of this split")
+    parser.add_argument("--level", type=float, metavar="L", help="confidence level (default 0.95)")
+    parser.add_argument(
+        "--allow-interrupted",
+        action="store_true",
+        help="do not require the run's status to be complete",
+    )
+    return parser
+
+
+def policy_from_args(args: argparse.Namespace) -> GatePolicy:
+    """The policy a parsed ``evalnb gate`` command line asks for."""
+    from evalnb.analysis import GatePolicy
+
+    values: dict[str, Any] = {}
+    if args.policy:
+        try:
+            values = json.loads(Path(args.policy).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValueError(f"--policy {args.policy}: cannot read ({exc.strerror})") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"--policy {args.policy}:{exc.lineno}: not valid JSON ({exc.msg})"
+            ) from None
+        if not isinstance(values, dict):
+            raise ValueError(f"--policy {args.policy}: must hold a JSON object; got {values!r}")
+    flags = {
+        "min_rate": args.min_rate,
+        "min_case_rate": args.min_case_rate,
+        "every_case_passes": args.every_case_passes,
+        "agreement": _agreement_flag(args.agreement),
+        "no_worse_than": args.no_worse_than,
+        "variants": tuple(args.variant) if args.variant else None,
+        "check": args.check,
+        "split": args.split,
+        "level": args.level,
+    }
+    values.update({k: v for k, v in flags.items() if v is not None})
+    if args.allow_interrupted:
+        values["require_complete"] = False
+    return GatePolicy.from_mapping(values)
+
+
+def _agreement_flag(value: Any) -> bool | float | None:
+    if value is None or value is True:
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"--agreement must be a number between 0 and 1; got {value!r}") from None
+
+
+def gate_command(
+    args: argparse.Namespace, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Run ``evalnb gate``: print every rule; 1 when any fails, 0 when all pass, 2 on misuse."""
+    return guarded("gate", lambda: _gate(args, stdout or sys.stdout), stderr)
+
+
+def _gate(args: argparse.Namespace, stdout: TextIO) -> int:
+    from evalnb.analysis import format_gate, gate, load
+
+    result = gate(load(args.run), policy_from_args(args))
+    print(format_gate(result), file=stdout)
+    return EXIT_OK if bool(result["passed"].all()) else EXIT_FAILED

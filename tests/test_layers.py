@@ -1,0 +1,195 @@
+"""The package reads as the flow: each layer imports only the layers before it, and no
+module imports itself back through another.
+
+Static: every ``import`` inside ``evalnb`` (also inside functions; only ``TYPE_CHECKING``
+blocks are type hints, not imports) is an edge of the module graph. Dynamic: a fresh
+interpreter shows what ``import evalnb`` and the runner's modules really load.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "evalnb"
+
+#: The flow, first to last. A module may import its own layer and the layers before it.
+LAYERS: list[tuple[str, ...]] = [
+    ("evalnb._exceptions", "evalnb._types", "evalnb._sync", "evalnb.suites"),
+    ("evalnb.evidence",),
+    ("evalnb.checks",),
+    ("evalnb.cases", "evalnb.experiment"),
+    ("evalnb.targets", "evalnb.containment"),
+    ("evalnb.store", "evalnb.verdicts"),
+    ("evalnb.runner", "evalnb.manifest", "evalnb.score"),
+    ("evalnb.analysis",),
+    ("evalnb.plots",),
+    ("evalnb.report",),
+    ("evalnb.review", "evalnb.annotate"),
+    ("evalnb.standin", "evalnb.integrations", "evalnb.gguf"),
+    ("evalnb.cli",),
+    ("evalnb",),
+]
+
+#: What the runner's side of the flow must never load, even indirectly.
+NEVER_IN_THE_RUNNER = [
+    "evalnb.analysis",
+    "evalnb.plots",
+    "evalnb.review",
+    "evalnb.annotate",
+    "evalnb.report",
+    "evalnb.cli",
+    "matplotlib",
+    "ipywidgets",
+    "statsmodels",
+    "scipy",
+]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The evalnb modules ``name`` imports (``from pkg import sub`` counts as ``pkg.sub``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and _is_type_checking(node)
+        for stmt in node.body
+        for child in ast.walk(stmt)
+    }
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("evalnb"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                base = f"{base}.{node.module}" if node.module else base
+            if not base.startswith("evalnb"):
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in known else base)
+    return {m for m in found if m != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def _layer(module: str) -> int:
+    best, rank = -1, -1
+    for i, names in enumerate(LAYERS):
+        for prefix in names:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), i
+    if rank < 0:
+        raise AssertionError(f"{module} is in no layer of tests/test_layers.py")
+    return rank
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in _modules():
+        _layer(module)
+
+
+def test_no_import_goes_against_the_flow() -> None:
+    against = [
+        f"{module} (layer {_layer(module)}) imports {target} (layer {_layer(target)})"
+        for module, targets in sorted(_graph().items())
+        for target in sorted(targets)
+        if _layer(target) > _layer(module)
+    ]
+    assert against == []
+
+
+def test_no_import_cycle() -> None:
+    graph = _graph()
+    # A package's __init__ runs before its submodules, so an edge from a submodule to its
+    # own package is not an import of anything new.
+    edges = {
+        m: {t for t in ts if not m.startswith(t + ".") and t in graph} for m, ts in graph.items()
+    }
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node)
+    assert cycles == []
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    return set(json.loads(out))
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import evalnb",
+        "import evalnb.runner",
+        "import evalnb.store",
+        "import evalnb.targets",
+        "import evalnb.checks",
+        "import evalnb.score",
+        "from evalnb import Case, Variant, load_cases, run, OpenAIChat",
+    ],
+)
+def test_the_runner_side_loads_no_analysis_plots_or_widgets(statement: str) -> None:
+    loaded = _loaded_after(statement)
+    assert sorted(m for m in NEVER_IN_THE_RUNNER if m in loaded) == []
+
+
+def test_the_command_line_loads_the_analysis_only_for_commands_that_read_runs() -> None:
+    loaded = _loaded_after("import evalnb.cli")
+    assert sorted(m for m in NEVER_IN_THE_RUNNER if m in loaded) == ["evalnb.cli"]
+
+
+def test_a_public_analysis_name_loads_the_analysis_on_first_use() -> None:
+    loaded = _loaded_after("import evalnb\nevalnb.rates")
+    assert "evalnb.analysis" in loaded and "statsmodels" in loaded
+    assert "matplotlib" not in loaded
