@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -26,7 +27,7 @@ from tqdm.auto import tqdm
 from evalnb import store
 from evalnb._exceptions import TargetError
 from evalnb._sync import run_sync
-from evalnb._types import Case, Completion, Request, Sample, Variant
+from evalnb._types import SAMPLE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases import file_sha256, load_cases
 from evalnb.checks import CheckSpec, arun_checks, build_checks, built_cases
 from evalnb.checks.judge import JUDGE
@@ -37,6 +38,14 @@ from evalnb.targets import Target
 __all__ = ["RunResult", "arun", "plan", "run"]
 
 ORDERS = ("alternate", "shuffle")
+
+#: The completion's evidence a sample stores unchanged (model, usage, tool calls, process
+#: output, trace...); the rest is stored as JSON text (request, response, facts) or derived.
+_KEPT_AS_IS = tuple(
+    name
+    for name in (f.name for f in dataclasses.fields(Completion))
+    if name in SAMPLE_FIELDS and name not in ("request", "response", "facts")
+)
 
 
 def plan(
@@ -264,20 +273,7 @@ class _Execution:
             prompt=request.prompt,
             request=_json(sent),
             response=_json(c.response),
-            model=c.model,
-            finish_reason=c.finish_reason,
-            tool_calls=c.tool_calls,
-            retries=c.retries,
-            prompt_tokens=c.prompt_tokens,
-            completion_tokens=c.completion_tokens,
-            total_tokens=c.total_tokens,
-            exit_code=c.exit_code,
-            stdout=c.stdout,
-            stderr=c.stderr,
-            stdout_truncated=c.stdout_truncated,
-            stderr_truncated=c.stderr_truncated,
-            trace=c.trace,
-            trace_truncated=c.trace_truncated,
+            **{name: getattr(c, name) for name in _KEPT_AS_IS},
             fingerprint=fingerprint(messages),
             canonical=canonical,
             requested=evidence.requested,

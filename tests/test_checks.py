@@ -1,3 +1,4 @@
+import asyncio
 import datetime as dt
 
 import pytest
@@ -97,3 +98,20 @@ def test_a_check_returning_nonsense_is_reported_not_passed():
 def test_build_check_rejects_non_checks():
     with pytest.raises(TypeError, match="must be a check spec"):
         build_check(3)
+
+
+def test_run_checks_works_inside_a_running_event_loop():
+    # A notebook cell runs inside an event loop, where asyncio.run() raises.
+    async def in_a_cell():
+        asyncio.get_running_loop()
+        return run_checks(
+            [{"type": "contains", "text": "A-1042"}, lambda answer: "too short"],
+            sample("order A-1042"),
+        )
+
+    results = asyncio.run(in_a_cell())
+    assert [(r.check, r.outcome) for r in results] == [
+        ("contains:A-1042", True),
+        ("<lambda>", False),
+    ]
+    assert results[1].detail == "too short"

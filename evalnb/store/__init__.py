@@ -1,0 +1,59 @@
+"""The run directory: Parquet schemas, manifest, and atomic, private parts.
+
+::
+
+    runs/<run_id>/
+      manifest.json            what produced the run
+      samples/part-*.parquet   one row per sample
+      checks/part-*.parquet    one row per (sample, check), long format
+      verdicts/part-*.parquet  one row per saved verdict (append-only)
+      scores/<label>/          a rescoring: part-*.parquet like checks/, then scoring.json
+
+Every file is written under a temporary name and renamed, so a crash never leaves a
+torn file. A samples part is the commit of its batch: the runner writes a batch's
+checks part first and its samples part second, both with the same name, and readers
+ignore a checks part whose samples part is missing. The directory is ``0700`` and
+every file ``0600``: answers may hold private text.
+"""
+
+from evalnb.store.rundir import (
+    create_run_dir,
+    read_manifest,
+    read_table,
+    remove_orphan_parts,
+    sample_keys,
+    scorings,
+    write_json_atomic,
+)
+from evalnb.store.schema import (
+    CHECKS_SCHEMA,
+    KEY,
+    SAMPLES_SCHEMA,
+    SCHEMA_VERSION,
+    TABLES,
+    VERDICTS,
+    VERDICTS_SCHEMA,
+    schema_markdown,
+)
+from evalnb.store.writer import RunWriter, checks_table, samples_table
+
+__all__ = [
+    "CHECKS_SCHEMA",
+    "KEY",
+    "SAMPLES_SCHEMA",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "VERDICTS",
+    "VERDICTS_SCHEMA",
+    "RunWriter",
+    "checks_table",
+    "create_run_dir",
+    "read_manifest",
+    "read_table",
+    "remove_orphan_parts",
+    "sample_keys",
+    "samples_table",
+    "schema_markdown",
+    "scorings",
+    "write_json_atomic",
+]

@@ -1,0 +1,179 @@
+"""The run directory on disk: creating it, the manifest, committed parts, reading tables.
+
+Every file is written under a temporary name and renamed, so a crash never leaves a
+torn file; the directory is ``0700`` and every file ``0600``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from evalnb._exceptions import StoreError
+from evalnb.store.schema import SCHEMA_VERSION, TABLES
+
+__all__ = [
+    "create_run_dir",
+    "open_private",
+    "read_manifest",
+    "read_table",
+    "remove_orphan_parts",
+    "replace_atomically",
+    "sample_keys",
+    "scorings",
+    "write_json_atomic",
+]
+
+
+def open_private(path: Path) -> Any:
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+
+
+def replace_atomically(tmp: Path, final: Path) -> None:
+    os.replace(tmp, final)
+    os.chmod(final, 0o600)
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write JSON under a temporary name, fsync, and rename over ``path`` (mode 0600)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    with open_private(tmp) as handle:
+        handle.write(json.dumps(data, indent=2, ensure_ascii=False, default=str).encode())
+        handle.flush()
+        os.fsync(handle.fileno())
+    replace_atomically(tmp, path)
+
+
+def create_run_dir(path: str | os.PathLike[str]) -> Path:
+    """Create a new, private run directory; an existing path is an error."""
+    path = Path(path)
+    if path.exists():
+        raise StoreError(
+            f"{path}: output directory already exists; choose a new path or resume it "
+            "(--resume / resume=True)"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        raise StoreError(f"{path}: output directory already exists") from None
+    os.chmod(path, 0o700)
+    for table in TABLES:
+        (path / table).mkdir(mode=0o700)
+        os.chmod(path / table, 0o700)
+    return path
+
+
+def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The run's manifest; a clear error when it is missing or not JSON."""
+    path = Path(run_dir) / "manifest.json"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StoreError(f"{path}: not a run directory (no manifest.json)") from None
+    try:
+        manifest = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"{path}:{exc.lineno}: manifest is not valid JSON ({exc.msg})") from None
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: 'schema_version' must be {SCHEMA_VERSION}; got {version!r} "
+            "(written by another evalnb version)"
+        )
+    return manifest
+
+
+def _committed_parts(run_dir: Path, table: str) -> list[Path]:
+    folder = run_dir / table
+    if not folder.is_dir():
+        return []
+    parts = sorted(p for p in folder.glob("part-*.parquet"))
+    if table == "checks":
+        committed = {p.name for p in (run_dir / "samples").glob("part-*.parquet")}
+        parts = [p for p in parts if p.name in committed]
+    return parts
+
+
+def scorings(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every committed set of check results, oldest first: the run's own (``run``) and
+    each rescoring under ``scores/<label>/`` whose ``scoring.json`` was written."""
+    run_dir = Path(run_dir)
+    found = [{"label": "run", "created_at": None}]
+    rescored = []
+    for marker in (run_dir / "scores").glob("*/scoring.json"):
+        info = json.loads(marker.read_text(encoding="utf-8"))
+        rescored.append({**info, "label": marker.parent.name})
+    return found + sorted(rescored, key=lambda info: info["created_at"])
+
+
+def _scoring_parts(run_dir: Path, scoring: str | None) -> list[Path]:
+    labels = [info["label"] for info in scorings(run_dir)]
+    label = labels[-1] if scoring is None else scoring
+    if label not in labels:
+        raise StoreError(
+            f"{run_dir}: no committed scoring {label!r}; scorings: {', '.join(labels)}"
+        )
+    if label == "run":
+        return _committed_parts(run_dir, "checks")
+    return sorted((run_dir / "scores" / label).glob("part-*.parquet"))
+
+
+def read_table(
+    run_dir: str | os.PathLike[str],
+    table: str,
+    columns: Sequence[str] | None = None,
+    scoring: str | None = None,
+) -> pa.Table:
+    """All committed parts of one table as a pyarrow Table with the declared schema.
+
+    For ``checks``, ``scoring`` picks a set of results by label: ``"run"`` for the run's
+    own, a rescoring's label, or ``None`` for the newest.
+    """
+    if table not in TABLES:
+        raise ValueError(f"'table' must be one of {sorted(TABLES)}; got {table!r}")
+    schema = TABLES[table]
+    if columns is not None:
+        unknown = [c for c in columns if c not in schema.names]
+        if unknown:
+            raise ValueError(f"'columns' has names not in the {table} schema: {unknown!r}")
+        schema = pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
+    if table == "checks":
+        parts = _scoring_parts(Path(run_dir), scoring)
+    else:
+        parts = _committed_parts(Path(run_dir), table)
+    if not parts:
+        return schema.empty_table()
+    # One dataset over all parts reads them in parallel; a run has a part per flush.
+    dataset = ds.dataset([str(p) for p in parts], schema=TABLES[table], format="parquet")
+    return dataset.to_table(columns=list(schema.names)).replace_schema_metadata(schema.metadata)
+
+
+def sample_keys(run_dir: str | os.PathLike[str]) -> set[tuple[str, str, int]]:
+    """The (case_id, variant, repeat) keys already written."""
+    table = read_table(run_dir, "samples", ["case_id", "variant", "repeat"])
+    return set(zip(*(table.column(c).to_pylist() for c in table.column_names), strict=True))
+
+
+def remove_orphan_parts(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """Delete leftovers of a batch that never committed (temporary files, lone checks parts)."""
+    run_dir = Path(run_dir)
+    committed = {p.name for p in (run_dir / "samples").glob("part-*.parquet")}
+    removed = []
+    for table in TABLES:
+        for path in (run_dir / table).glob(".*.tmp"):
+            path.unlink()
+            removed.append(path)
+    for path in (run_dir / "checks").glob("part-*.parquet"):
+        if path.name not in committed:
+            path.unlink()
+            removed.append(path)
+    return removed

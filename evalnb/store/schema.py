@@ -1,0 +1,137 @@
+"""The Parquet schemas of a run directory, in one place, with the key and the verdicts."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+__all__ = [
+    "CHECKS_SCHEMA",
+    "KEY",
+    "SAMPLES_SCHEMA",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "VERDICTS",
+    "VERDICTS_SCHEMA",
+    "schema_markdown",
+]
+
+#: The columns that name one sample, in every table.
+KEY = ["run_id", "case_id", "variant", "repeat"]
+#: Every verdict a person can give. ``needs_review`` is neither a pass nor a fail.
+VERDICTS = ("pass", "fail", "needs_review")
+
+SCHEMA_VERSION = 1
+_META = {b"evalnb.schema_version": str(SCHEMA_VERSION).encode()}
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def _field(name: str, type_: pa.DataType, doc: str, nullable: bool = True) -> pa.Field:
+    return pa.field(name, type_, nullable=nullable, metadata={b"doc": doc.encode()})
+
+
+_KEY = [
+    _field("run_id", pa.string(), "Run identifier (the run directory's name).", False),
+    _field("case_id", pa.string(), "Case id from the cases file.", False),
+    _field("variant", pa.string(), "Variant name.", False),
+    _field("repeat", pa.int32(), "Repeat index, 0-based.", False),
+]
+
+TOOL_CALL = pa.struct([("id", pa.string()), ("name", pa.string()), ("arguments", pa.string())])
+
+ACTION = pa.struct(
+    [
+        ("tool", pa.string()),
+        ("arguments", pa.string()),
+        ("path", pa.string()),
+        ("error", pa.bool_()),
+        ("result", pa.string()),
+    ]
+)
+
+SAMPLES_SCHEMA = pa.schema(
+    [
+        *_KEY,
+        _field("order", pa.int64(), "Position in the planned execution order.", False),
+        _field("started_at", _TS, "When the target was called (UTC).", False),
+        _field("latency_ms", pa.float64(), "Wall time of the whole attempt, retries included."),
+        _field(
+            "status",
+            pa.string(),
+            "completed, or why not: error, timeout, empty, budget, malformed.",
+            False,
+        ),
+        _field("error", pa.string(), "Error text of an incomplete sample."),
+        _field("answer", pa.string(), "The final answer text (null when none came back)."),
+        _field("prompt", pa.string(), "The last user message exactly as sent."),
+        _field("request", pa.string(), "JSON of the request sent, secrets removed."),
+        _field("response", pa.string(), "JSON (or raw text) of the response received."),
+        _field("model", pa.string(), "Model name the server reported."),
+        _field("finish_reason", pa.string(), "Why generation stopped (stop, length, ...)."),
+        _field("tool_calls", pa.list_(TOOL_CALL), "Tool calls the model requested, in order."),
+        _field("retries", pa.int32(), "Retries the target made for this sample."),
+        _field("prompt_tokens", pa.int64(), "Prompt tokens (usage), when reported."),
+        _field("completion_tokens", pa.int64(), "Completion tokens (usage), when reported."),
+        _field("total_tokens", pa.int64(), "Total tokens (usage), when reported."),
+        _field("exit_code", pa.int32(), "Command targets: the process exit code."),
+        _field("stdout", pa.string(), "Command targets: captured stdout (truncated)."),
+        _field("stderr", pa.string(), "Command targets: captured stderr (truncated)."),
+        _field("stdout_truncated", pa.bool_(), "Command targets: stdout hit its cap."),
+        _field("stderr_truncated", pa.bool_(), "Command targets: stderr hit its cap."),
+        _field("trace", pa.string(), "Command targets: the JSONL trace file (truncated)."),
+        _field("trace_truncated", pa.bool_(), "Command targets: the trace hit its cap."),
+        _field("fingerprint", pa.string(), "First 12 hex of SHA-256 of the prompt as sent."),
+        _field("canonical", pa.string(), "Canonical answer for agreement (see checks)."),
+        _field("requested", pa.list_(ACTION), "Tool calls the model requested, in order."),
+        _field("executed", pa.list_(ACTION), "Tool calls the application executed, in order."),
+        _field(
+            "evidence_problem", pa.string(), "Why the trace could not be read, if it could not."
+        ),
+        _field("facts", pa.string(), "JSON of what the target observed (e.g. containment)."),
+    ],
+    metadata=_META,
+)
+
+CHECKS_SCHEMA = pa.schema(
+    [
+        *_KEY,
+        _field("check", pa.string(), "Check name, unique within its case.", False),
+        _field("check_type", pa.string(), "Check type (contains, regex, python, ...).", False),
+        _field("outcome", pa.bool_(), "True pass, False fail, null unscored (not applicable)."),
+        _field("detail", pa.string(), "The problem found, or why it was unscored."),
+        _field("evidence", pa.string(), "JSON of what the check relied on (a judge's exchange)."),
+    ],
+    metadata=_META,
+)
+
+VERDICTS_SCHEMA = pa.schema(
+    [
+        *_KEY,
+        _field("annotator", pa.string(), "Who gave the verdict.", False),
+        _field("verdict", pa.string(), "pass, fail or needs_review.", False),
+        _field("reason", pa.string(), "The reviewer's short reason."),
+        _field("created_at", _TS, "When the verdict was saved (UTC).", False),
+    ],
+    metadata=_META,
+)
+
+TABLES = {"samples": SAMPLES_SCHEMA, "checks": CHECKS_SCHEMA, "verdicts": VERDICTS_SCHEMA}
+
+
+def schema_markdown() -> str:
+    """The schemas as Markdown tables (docs/schema.md is generated from this)."""
+    lines = [
+        "# Run directory schema",
+        "",
+        f"Schema version {SCHEMA_VERSION}. Generated by `evalnb.store.schema_markdown()`",
+        "(`make schema-doc`); a test keeps this page and the code in step.",
+        "",
+    ]
+    for table, schema in TABLES.items():
+        lines += [f"## {table}/part-*.parquet", "", "| column | type | null | meaning |"]
+        lines.append("|---|---|---|---|")
+        for field in schema:
+            doc = (field.metadata or {}).get(b"doc", b"").decode()
+            null = "yes" if field.nullable else "no"
+            lines.append(f"| `{field.name}` | `{field.type}` | {null} | {doc} |")
+        lines.append("")
+    return "\n".join(lines)
