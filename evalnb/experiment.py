@@ -81,8 +81,10 @@ def _variant(raw: Any, where: str, base: Path) -> Variant:
     params = raw.get("params", {})
     if not isinstance(params, dict):
         raise CasesError(f"{where}.params: must be a table; got {params!r}")
+    # Left unchecked here: Variant says what a name must be, a missing one included.
+    name: Any = raw.get("name")
     try:
-        return Variant(raw.get("name"), prefix=text["prefix"], system=text["system"], params=params)
+        return Variant(name, prefix=text["prefix"], system=text["system"], params=params)
     except ValueError as exc:
         raise CasesError(f"{where}: {exc}") from None
 

@@ -29,7 +29,7 @@ from evalnb._exceptions import TargetError
 from evalnb._sync import run_sync
 from evalnb._types import SAMPLE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases import file_sha256, load_cases
-from evalnb.checks import CheckSpec, arun_checks, build_checks, built_cases
+from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases
 from evalnb.checks.judge import JUDGE
 from evalnb.evidence import canonical_answer, evidence_from
 from evalnb.manifest import check_resume, new_manifest, now
@@ -207,8 +207,16 @@ class _Execution:
     """One pass over the pending plan: workers, buffer, flushes and progress."""
 
     def __init__(
-        self, target, writer, run_id, extra_checks, timeout, flush_every, flush_seconds, canonical
-    ):
+        self,
+        target: Target,
+        writer: store.RunWriter,
+        run_id: str,
+        extra_checks: Sequence[Check],
+        timeout: float | None,
+        flush_every: int,
+        flush_seconds: float,
+        canonical: Callable[[str, Case], str | None],
+    ) -> None:
         self.target = target
         self.canonical = canonical
         self.writer = writer
@@ -299,7 +307,12 @@ class _Execution:
         self.samples, self.results = [], []
         self.last_flush = time.monotonic()
 
-    async def execute(self, pending, concurrency: int, bar) -> None:
+    async def execute(
+        self,
+        pending: Sequence[tuple[int, tuple[Case, Variant, int]]],
+        concurrency: int,
+        bar: tqdm[Any],
+    ) -> None:
         queue = iter(pending)
 
         async def worker() -> None:

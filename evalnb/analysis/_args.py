@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 INTERVAL_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
 
 
-def choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
+def choice(name: str, value: Any, allowed: Iterable[T]) -> T:
     """``value`` when it is one of ``allowed``; otherwise a ValueError naming all three."""
     allowed = tuple(allowed)
     if value not in allowed:

@@ -27,6 +27,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from evalnb._exceptions import StoreError
@@ -118,6 +119,7 @@ def _combine(factors: list[_Factor], start: np.ndarray | None = None) -> np.ndar
             f"too many groups to count ({', '.join(f.name for f in factors)}); use fewer 'by' keys"
         )
     dtype = np.int32 if span < 2**31 else np.int64
+    ids: npt.NDArray[np.signedinteger[Any]]
     if start is None:
         ids = np.zeros(len(factors[0].codes) if factors else 0, dtype=dtype)
     else:
@@ -133,6 +135,7 @@ def _count(
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Rows per (group, class): the present groups' codes per factor, and their counts."""
     span = math.prod(sizes)
+    cells: npt.NDArray[np.signedinteger[Any]]
     if span * n_classes <= max(4 * len(ids), 1 << 20):
         cells = ids.astype(np.int32 if span * n_classes < 2**31 else np.int64)
         cells *= n_classes

@@ -205,8 +205,8 @@ def paired_counts(
                 f"{', '.join(map(repr, values)) or 'none'}); got a=None, b=None"
             )
         a, b = values
-    for name, value in (("a", a), ("b", b)):
-        _args.choice(name, value, values)
+    a = _args.choice("a", a, values)
+    b = _args.choice("b", b, values)
     if a == b:
         raise ValueError(f"'a' and 'b' must differ; got a={a!r}, b={b!r}")
     side = counts[on].astype(object)

@@ -128,7 +128,7 @@ def gate(data: Run | pd.DataFrame, policy: GatePolicy | Mapping[str, Any]) -> pd
         rows += [_missing(rule, "", policy) for rule in policy.rules()]
         return pd.DataFrame(rows, columns=RESULT_COLUMNS)
     if policy.min_rate is not None:
-        rows += _suite_rows(data, policy, variants)
+        rows += _suite_rows(data, policy, variants, policy.min_rate)
     if policy.min_case_rate is not None or policy.every_case_passes:
         rows += _case_rows(data, policy, variants)
     if policy.agreement not in (None, False):
@@ -147,7 +147,9 @@ def _complete_rows(run: Run) -> list[dict[str, Any]]:
     return rows
 
 
-def _suite_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list[dict[str, Any]]:
+def _suite_rows(
+    data: Any, policy: GatePolicy, variants: list[str], minimum: float
+) -> list[dict[str, Any]]:
     by = ["variant", *_split(policy)]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -164,9 +166,7 @@ def _suite_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list[dict
             f"{row['k']}/{row['samples']} samples, {row['cases']} cases; "
             f"{interval_text(row['low'], row['high'], policy.level)}{wide}"
         )
-        rows.append(
-            _row("min_rate", variant, policy.check, row["estimate"], ">=", policy.min_rate, detail)
-        )
+        rows.append(_row("min_rate", variant, policy.check, row["estimate"], ">=", minimum, detail))
     return rows
 
 
@@ -277,6 +277,7 @@ def _agreement_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list[
                 "(e.g. agreement=0.8 or --agreement 0.8)"
             )
     else:
+        assert policy.agreement is not None  # gate() skips the rule when it is None
         minimum = pd.Series(float(policy.agreement), index=table.index)
     table = table.assign(minimum=minimum)
     rows = []

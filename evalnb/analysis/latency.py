@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ __all__ = ["latency"]
 
 # "inverted_cdf" picks an observed value: the ceil(q * n)-th smallest. At q = 0.5 that is
 # the lower middle observation for an even n; at q = 0.95 it is the nearest-rank p95.
-PERCENTILE_METHOD = "inverted_cdf"
+PERCENTILE_METHOD: Final = "inverted_cdf"
 
 
 def latency(data: Run | pd.DataFrame, by: str | Sequence[str] | None = "variant") -> pd.DataFrame:

@@ -133,9 +133,13 @@ def power(
     alpha = 1 - level
     rows = []
     for c, r, d in itertools.product(
-        case_list or [None], repeat_list or [None], diff_list or [None]
+        case_list or (None,), repeat_list or (None,), diff_list or (None,)
     ):
-        w = within if within is not None else _binomial_within(rate, d)
+        if within is None:
+            assert rate is not None  # within is None only when the rate gives it
+            w = _binomial_within(rate, d)
+        else:
+            w = within
         row = _solve(analysis, solve, c, r, d, w, between, alpha, power)
         row.update(
             level=level,
@@ -196,10 +200,13 @@ def _solve(
     def sd(r: float) -> float:
         return math.sqrt(between + within_sum / r)
 
+    # power() made sure that what is not solved for is given.
     if solve == "diff":
+        assert cases is not None and repeats is not None
         effect = analysis.solve_power(nobs=cases, alpha=alpha, power=target)
         diff, achieved = float(effect) * sd(repeats), target
     elif solve == "cases":
+        assert repeats is not None and diff is not None
         spread = sd(repeats)
         if spread == 0:
             cases, note = 2, "no variance: any difference shows with 2 cases"
@@ -208,6 +215,7 @@ def _solve(
             cases = max(2, math.ceil(float(np.squeeze(found))))
         achieved = target
     elif solve == "repeats":
+        assert cases is not None and diff is not None
         effect = float(analysis.solve_power(nobs=cases, alpha=alpha, power=target))
         allowed = (abs(diff) / effect) ** 2
         if allowed <= between:
@@ -220,6 +228,7 @@ def _solve(
             repeats = max(1, math.ceil(within_sum / (allowed - between)))
         achieved = target
     else:
+        assert cases is not None and repeats is not None and diff is not None
         spread = sd(repeats)
         achieved = 1.0 if spread == 0 else _power(analysis, abs(diff) / spread, cases, alpha)
     spread = sd(repeats) if math.isfinite(repeats) else math.sqrt(between)
@@ -251,7 +260,7 @@ def _from_pilot(pilot: Any, a: str | None, b: str | None, check: str) -> dict[st
                 "got None"
             )
         a, b = [*variants, None][:2]
-    _args.choice("a", a, variants)
+    a = _args.choice("a", a, variants)
     if b is None:
         return _one_variant(per_case[per_case["variant"].astype(object) == a], a)
     wide, a, b, _ = paired_counts(pilot, a, b, check=check, by=[], on="variant", source="checks")

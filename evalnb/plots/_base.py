@@ -6,7 +6,7 @@ import contextvars
 import io
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -130,8 +130,14 @@ def render_png(plot: Callable[..., Axes], /, *args: Any, dpi: int = 100, **kwarg
     finally:
         _OFFSCREEN.reset(token)
     buffer = io.BytesIO()
-    ax.figure.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    _root_figure(ax).savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
     return buffer.getvalue()
+
+
+def _root_figure(ax: Axes) -> Figure:
+    """The Figure ``ax`` is drawn in, through any SubFigure between them."""
+    figure = ax.figure
+    return figure if isinstance(figure, Figure) else figure.figure
 
 
 def figure_height(rows: float, per_row: float, *, extra: float = 1.5) -> float:
@@ -238,7 +244,7 @@ def setup_rows(
         ax.axhline(below, color=NEUTRAL, lw=0.8, zorder=1, gid="summary-rule")
 
 
-def clean(ax: Axes, grid: str = "x") -> None:
+def clean(ax: Axes, grid: Literal["both", "x", "y"] = "x") -> None:
     """Light frame: no box, a faint grid along ``grid``."""
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
@@ -277,7 +283,8 @@ def legend(ax: Axes, *groups: Sequence[Any], columns: int | None = None) -> int:
     columns = columns or min(max(len(g) for g in groups), 6)
     cells: list[Any] = []
     for group in groups:
-        cells += group + [Line2D([], [], ls="none", label=" ")] * (-len(group) % columns)
+        cells += group
+        cells += [Line2D([], [], ls="none", label=" ")] * (-len(group) % columns)
     rows = len(cells) // columns
     # The legend fills column by column; this order makes it read line by line.
     handles = [cells[r * columns + c] for c in range(columns) for r in range(rows)]
@@ -300,7 +307,7 @@ def title(ax: Axes, text: str, *, legend_lines: int = 0, sub: str | None = None)
     pad = 6 + 15 * legend_lines
     if sub:
         # Text outside the Axes is not shrunk to fit the figure: long subtitles wrap.
-        width = max(60, int(ax.figure.get_figwidth() * 11))
+        width = max(60, int(_root_figure(ax).get_figwidth() * 11))
         sub = "\n".join(textwrap.wrap(sub, width, break_on_hyphens=False))
         ax.annotate(
             sub,

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.collections import PolyCollection
 from matplotlib.lines import Line2D
@@ -117,7 +118,7 @@ def plot_agreement(
     ax.set_xlabel("share of draws")
     # One variant: the key in its colour; several: in grey, beside a patch per variant.
     shade = palette[variants[0]] if len(variants) == 1 else _base.NEUTRAL
-    handles = [
+    handles: list[Artist] = [
         Patch(color=shade, alpha=1.0, label="modal answer"),
         Patch(color=shade, alpha=0.5, label="second answer"),
         Patch(color=shade, alpha=0.2, label="other answers"),
@@ -156,7 +157,7 @@ def _bars(
     width: np.ndarray,
     height: float,
     gid: str,
-    **style: object,
+    **style: Any,
 ) -> None:
     """One collection of bars (a PolyCollection draws hundreds of bars far faster than patches)."""
     shown = width > 0

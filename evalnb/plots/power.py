@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import SupportsFloat
 
 import numpy as np
 import pandas as pd
@@ -185,7 +186,7 @@ def _axis(ax: Axes, column: str, which: str) -> None:
         axis.set_major_locator(MaxNLocator(integer=True))
 
 
-def _value(column: str | None, value: object) -> str:
+def _value(column: str | None, value: SupportsFloat) -> str:
     value = float(value)
     if column == "diff":
         return f"{value * 100:.1f}"

@@ -292,9 +292,9 @@ def _summary(text: str) -> str:
 
 def _answer(question: _Question, outcomes: Sequence[_Outcome], injection: _Injection | None) -> str:
     """The answer built only from the tool results it was sent."""
-    reads = [o for o in outcomes if o.tool == "read_note" and o.path is not None]
-    good = [(o.path, o.value) for o in reads if o.ok and isinstance(o.value, str)]
-    failed = [(o.path, str(o.value).rstrip(". ")) for o in reads if not o.ok]
+    reads = [(o.path, o) for o in outcomes if o.tool == "read_note" and o.path is not None]
+    good = [(path, o.value) for path, o in reads if o.ok and isinstance(o.value, str)]
+    failed = [(path, str(o.value).rstrip(". ")) for path, o in reads if not o.ok]
     sentences = []
     if question.topics:
         for topic in question.topics:

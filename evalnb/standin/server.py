@@ -211,7 +211,8 @@ class _StandIn:
         entry["model"] = model if isinstance(model, str) else None
         request_fault = self._validate(body)
 
-        fault = self._fault(request_fault, model, body_sha)
+        # _validate refused any body whose model is not a served model's name.
+        fault = self._fault(request_fault, body["model"], body_sha)
         if fault is not None:
             entry["fault"] = fault.kind
             early = await self._apply(fault, request)
