@@ -61,7 +61,7 @@ def main() -> None:
         little = annotate(load(small), "bench")
 
         def next_small() -> None:
-            little.next_button.click() if little._at + 1 < little.count else little.go(0)
+            little.next_button.click() if little.at + 1 < little.count else little.go(0)
 
         results = {
             "next, 100,000 samples": timed(panel.next_button.click, 2000),

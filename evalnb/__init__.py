@@ -45,7 +45,6 @@ if _typing.TYPE_CHECKING:
         rates,
         suite_rate,
     )
-    from evalnb.annotate import Annotator, annotate
     from evalnb.cases import load_cases
     from evalnb.checks import FunctionCheck, Outcome, Unscored
     from evalnb.experiment import load_experiment
@@ -58,6 +57,7 @@ if _typing.TYPE_CHECKING:
         variant_colors,
     )
     from evalnb.report import report_html, report_text
+    from evalnb.review import Annotator, annotate
     from evalnb.runner import RunResult, arun, run
     from evalnb.score import score
     from evalnb.targets import Command, Function, OpenAIChat
@@ -102,7 +102,7 @@ _MODULES = {
         "variant_colors",
     ),
     "evalnb.report": ("report_html", "report_text"),
-    "evalnb.annotate": ("Annotator", "annotate"),
+    "evalnb.review": ("Annotator", "annotate"),
     "evalnb.runner": ("RunResult", "arun", "run"),
     "evalnb.score": ("score",),
     "evalnb.targets": ("Command", "Function", "OpenAIChat"),
@@ -118,6 +118,7 @@ _SUBMODULES = frozenset(
         "evidence",
         "plots",
         "report",
+        "review",
         "standin",
         "store",
         "suites",

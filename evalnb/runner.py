@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from evalnb import store
 from evalnb._exceptions import TargetError
+from evalnb._numbers import is_whole
 from evalnb._sync import run_sync
 from evalnb._types import SAMPLE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases import file_sha256, load_cases
@@ -368,9 +369,9 @@ async def arun(
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         raise ValueError(f"'cases' must have unique ids; got {repeated!r} more than once")
     variants = _variants(variants)
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+    if not is_whole(repeats, 1):
         raise ValueError(f"'repeats' must be a whole number >= 1; got {repeats!r}")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+    if not is_whole(concurrency, 1):
         raise ValueError(f"'concurrency' must be a whole number >= 1; got {concurrency!r}")
     if not callable(getattr(target, "complete", None)):
         raise TypeError(f"'target' must have an async complete(request) method; got {target!r}")

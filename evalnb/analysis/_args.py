@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
+from evalnb._numbers import is_number, is_whole
+
 T = TypeVar("T")
 
 INTERVAL_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
@@ -21,7 +23,7 @@ def choice(name: str, value: Any, allowed: Iterable[T]) -> T:
 
 def level(value: Any) -> float:
     """A confidence level strictly between 0 and 1."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+    if not is_number(value, 0, 1, open_low=True, open_high=True):
         raise ValueError(f"'level' must be a number between 0 and 1 (e.g. 0.95); got {value!r}")
     return float(value)
 
@@ -43,7 +45,7 @@ def positive_ints(name: str, value: Any) -> list[int]:
     """One positive integer or a sequence of them, as a list."""
     values = value if isinstance(value, Sequence) and not isinstance(value, str) else [value]
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if not is_whole(v, 1):
             raise ValueError(
                 f"'{name}' must be a positive integer or a list of them; got {value!r}"
             )
@@ -52,6 +54,6 @@ def positive_ints(name: str, value: Any) -> list[int]:
 
 def fraction(name: str, value: Any) -> float:
     """A number in [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+    if not is_number(value, 0, 1):
         raise ValueError(f"'{name}' must be a number between 0 and 1; got {value!r}")
     return float(value)

@@ -24,7 +24,7 @@ from evalnb.analysis import _args
 from evalnb.analysis._tally import ALL, sample_positions
 from evalnb.analysis.frames import KEY, Run, load
 from evalnb.analysis.rates import proportion_interval
-from evalnb.verdicts import VERDICTS, latest_verdicts
+from evalnb.store.verdicts import VERDICTS, latest_verdicts
 
 __all__ = ["Calibration", "calibrate", "check_outcomes"]
 

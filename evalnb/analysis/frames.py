@@ -21,12 +21,9 @@ import pyarrow.compute as pc
 
 from evalnb._types import STATUSES
 from evalnb.analysis._args import choice, names
-from evalnb.store import TABLES, read_manifest, read_table
+from evalnb.store import KEY, TABLES, VERDICTS, read_manifest, read_table
 
 __all__ = ["Run", "load"]
-
-KEY = ["run_id", "case_id", "variant", "repeat"]
-VERDICTS = ("pass", "fail", "needs_review")
 
 # Columns always read with a table, so frames can be joined and re-read consistently.
 _ALWAYS = {
@@ -227,6 +224,23 @@ class Run:
             self._derived.clear()
         self._tables[name] = frame
         return frame[wanted]
+
+    def forget(self, name: str) -> None:
+        """Drop the cached ``name`` table and what was derived from it: the next use reads
+        it again from disk.
+
+        The review panel calls ``run.forget("verdicts")`` after each save, so that
+        ``rates(run, source="verdicts")`` and ``calibrate(run)`` count the new verdict.
+        """
+        choice("name", name, TABLES)
+        self._tables.pop(name, None)
+        # Derived rows are keyed by the table they come from ("check_rows",
+        # ("verdict_rows", ...)); every one of them holds sample positions.
+        stem = name.removesuffix("s")
+        for key in list(self._derived):
+            first = key[0] if isinstance(key, tuple) else key
+            if name == "samples" or stem in str(first):
+                del self._derived[key]
 
     def _read(self, name: str, columns: list[str]) -> pd.DataFrame:
         scoring = self.scoring if name == "checks" else None

@@ -20,6 +20,7 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
+from evalnb._numbers import is_number
 from evalnb.analysis import _args
 from evalnb.analysis._tally import tallies
 from evalnb.analysis.compare import paired_counts
@@ -74,14 +75,12 @@ def power(
     >>> evalnb.power(rate=0.8, cases=[20, 40], repeats=5)     # doctest: +SKIP
     """
     level = _args.level(level)
-    if isinstance(power, bool) or not isinstance(power, int | float) or not 0 < power < 1:
+    if not is_number(power, 0, 1, open_low=True, open_high=True):
         raise ValueError(f"'power' must be a number between 0 and 1 (e.g. 0.8); got {power!r}")
     if rate is not None:
         rate = _args.fraction("rate", rate)
     for name, value in (("between_var", between_var), ("within_var", within_var)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or value < 0
-        ):
+        if value is not None and (not is_number(value, 0)):
             raise ValueError(f"{name!r} must be a non-negative number; got {value!r}")
 
     estimate = _from_pilot(pilot, a, b, check) if pilot is not None else {}
@@ -332,7 +331,7 @@ def _designs(name: str, value: Any, fallback: Any, *, minimum: int) -> list[int]
 def _diffs(value: Any) -> list[float]:
     values = value if isinstance(value, Sequence) else [value]
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < abs(v) <= 1:
+        if not is_number(v) or not 0 < abs(v) <= 1:
             raise ValueError(
                 f"'diff' must be a difference in pass rate, 0 < |diff| <= 1, or a list of them; "
                 f"got {value!r}"

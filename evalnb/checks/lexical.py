@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from evalnb._numbers import is_whole
 from evalnb._types import Sample
 from evalnb.checks._base import SpecCheck, register
 
@@ -32,7 +33,7 @@ def _flag(value: Any) -> bool:
 
 
 def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not is_whole(value, 0):
         raise ValueError("must be a whole number >= 0")
     return value
 

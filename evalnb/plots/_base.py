@@ -15,6 +15,8 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from evalnb._numbers import is_whole
+
 __all__ = ["render_png", "variant_colors"]
 
 # Okabe & Ito (2008), "Color Universal Design": eight colours that stay distinct under the
@@ -74,7 +76,7 @@ def shorten_ids(ids: Sequence[Any], width: int | None = LABEL_WIDTH) -> list[str
     full = [str(i) for i in ids]
     if width is None:
         return full
-    if isinstance(width, bool) or not isinstance(width, int) or width < 5:
+    if not is_whole(width, 5):
         raise ValueError(f"'label_width' must be an integer of at least 5, or None; got {width!r}")
     widths = dict.fromkeys(full, width)
     while True:

@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalnb._numbers import is_number, is_whole
+
 __all__ = ["FAULT_KINDS", "Fault", "parse_fault", "parse_faults"]
 
 FAULT_KINDS = ("latency", "status_429", "status_500", "malformed", "drop", "empty", "hang")
@@ -62,7 +64,7 @@ class Fault:
 
 def _number(spec: Mapping[str, Any], key: str, where: str, default: float) -> float:
     value = spec.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if not is_number(value, 0):
         raise ValueError(f"'{where}.{key}' must be a number >= 0; got {value!r}")
     return float(value)
 
@@ -81,12 +83,12 @@ def parse_fault(spec: Any, *, where: str = "fault", server_wide: bool = True) ->
         kinds = ", ".join(repr(k) for k in FAULT_KINDS)
         raise ValueError(f"'{where}.kind' must be one of {kinds}; got {kind!r}")
     times = spec.get("times", -1)
-    if isinstance(times, bool) or not isinstance(times, int) or times < -1:
+    if not is_whole(times, -1):
         raise ValueError(
             f"'{where}.times' must be a whole number >= 0, or -1 for always; got {times!r}"
         )
     rate = spec.get("rate", 1.0)
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
+    if not is_number(rate, 0, 1):
         raise ValueError(f"'{where}.rate' must be a number between 0 and 1; got {rate!r}")
     model = spec.get("model")
     if model is not None and (not isinstance(model, str) or not model):

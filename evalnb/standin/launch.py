@@ -23,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from evalnb._numbers import is_whole
 from evalnb.standin.faults import Fault, parse_faults
 from evalnb.standin.server import make_app
 
@@ -55,11 +56,11 @@ async def _start_site(app: web.Application, host: str, port: int) -> tuple[web.A
 
 
 def _check_args(seed: Any, host: Any, port: Any) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    if not is_whole(seed):
         raise TypeError(f"'seed' must be an int; got {seed!r}")
     if not isinstance(host, str) or not host:
         raise ValueError(f"'host' must be a host name or address; got {host!r}")
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+    if not is_whole(port, 0, 65535):
         raise ValueError(
             f"'port' must be a whole number from 0 to 65535 (0: any free); got {port!r}"
         )

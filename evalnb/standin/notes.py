@@ -61,6 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalnb._numbers import is_number
 from evalnb.standin.assistant import Reply, ToolRequest, text_of
 
 __all__ = ["BASELINE", "NEVER", "REVISED", "REVISED_MARKER", "NotesAssistant", "SlipRates"]
@@ -81,7 +82,7 @@ class SlipRates:
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            if not is_number(value, 0, 1):
                 raise ValueError(f"SlipRates '{name}' must be between 0 and 1; got {value!r}")
 
 

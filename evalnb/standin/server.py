@@ -25,6 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
+from evalnb._numbers import is_whole
 from evalnb.standin.assistant import Reply, text_of
 from evalnb.standin.faults import Fault, parse_fault, parse_faults
 from evalnb.standin.registry import assistants
@@ -97,12 +98,7 @@ def _check_int(body: Mapping[str, Any], key: str, low: int, high: int | None = N
     value = body.get(key)
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < low
-        or (high is not None and value > high)
-    ):
+    if not is_whole(value, low, high):
         bound = f"between {low} and {high}" if high is not None else f">= {low}"
         raise _Refusal(400, f"'{key}' must be a whole number {bound}; got {value!r}", param=key)
     return value
@@ -254,7 +250,7 @@ class _StandIn:
             _check_int(body, key, 1)
         _check_int(body, "n", 1, MAX_CHOICES)
         seed = body.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        if seed is not None and not is_whole(seed):
             raise _Refusal(400, f"'seed' must be an integer; got {seed!r}", param="seed")
         return request_fault
 
@@ -412,7 +408,7 @@ async def _server_header(request: web.Request, response: web.StreamResponse) -> 
 
 def make_app(seed: int = 0, faults: Any = None) -> web.Application:
     """The stand-in as an ``aiohttp.web.Application`` (each app has its own state)."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    if not is_whole(seed):
         raise TypeError(f"'seed' must be an int; got {seed!r}")
     state = _StandIn(seed, parse_faults(faults))
     app = web.Application()

@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalnb._exceptions import TargetError
+from evalnb._numbers import is_number, is_whole
 from evalnb._types import Case, Completion, Request
 from evalnb.cases import file_sha256
 from evalnb.evidence import parse_trace
@@ -101,10 +102,10 @@ class Command:
                 "'argv[0]' must be a command name found on PATH or an absolute path "
                 f"(the process runs in a fresh workspace); got {program!r}"
             )
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        if not is_number(timeout, 0, open_low=True):
             raise ValueError(f"'timeout' must be a positive number of seconds; got {timeout!r}")
         for name, value in (("max_output", max_output), ("max_trace", max_trace)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if not is_whole(value, 1):
                 raise ValueError(f"{name!r} must be a positive number of bytes; got {value!r}")
         if env is not None and not (
             isinstance(env, Mapping)

@@ -1,0 +1,218 @@
+"""The samples a review goes through, read once: which ones, in what order, and what the
+reviewer reads about each.
+
+``where=`` is applied here, once; the filters of :class:`~evalnb.review.state.ReviewState`
+then only select among the queued samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import numpy as np
+import pandas as pd
+
+from evalnb.analysis.calibrate import check_outcomes
+from evalnb.analysis.frames import Run
+from evalnb.store import KEY, SAMPLES_SCHEMA
+
+__all__ = ["Queue", "SampleKey", "SampleView"]
+
+_FAIL, _PASS = 0, 1  # outcome codes of check_outcomes
+_SHOWN = ["status", "error", "prompt", "answer", "requested", "executed"]
+# Big text columns nobody filters on; `where=` strings see every other samples column.
+_HEAVY = {"request", "response", "stdout", "stderr", "trace", "tool_calls"}
+
+
+class SampleKey(TypedDict):
+    """Which sample: the key columns of the samples table."""
+
+    run_id: str
+    case_id: str
+    variant: str
+    repeat: int
+
+
+@dataclass(frozen=True)
+class SampleView:
+    """What the reviewer reads about one sample. ``checks`` holds (name, outcome, detail)
+    with outcome True, False or None (unscored)."""
+
+    key: SampleKey
+    status: str
+    prompt: Any
+    answer: Any
+    error: Any
+    review: Any
+    requested: list[dict[str, Any]]
+    executed: list[dict[str, Any]]
+    checks: list[tuple[Any, Any, Any]]
+
+
+class Queue:
+    """The samples of ``run`` that ``where`` keeps, sorted by run, case, variant, repeat.
+
+    ``positions[i]`` is where the i-th queued sample sits in ``samples`` (one read of
+    ``run.table("samples")``, so also in the Run's own table). Aligned with it:
+    ``case_codes`` and ``variant_codes`` (category codes), ``failing`` (a check of the
+    sample fails), and ``check_fails`` / ``check_passes`` (what ``check`` says of it).
+    """
+
+    def __init__(self, run: Run, where: Any, check: str | None):
+        self.run = run
+        wanted = list(_SHOWN)
+        if isinstance(where, str) or callable(where):
+            wanted += [c for c in _where_columns() if c not in wanted]
+        # One read of every column used: all positions below refer to this snapshot.
+        samples = run.table("samples", wanted)
+        self.samples = samples
+        universe = _select(samples, where)
+        codes = [samples[c].cat.codes.to_numpy() for c in ("run_id", "case_id", "variant")]
+        repeat = samples["repeat"].to_numpy()
+        order = np.lexsort((repeat[universe], *(c[universe] for c in reversed(codes))))
+        self.positions = pos = universe[order]
+        self.case_codes = codes[1][pos]
+        self.variant_codes = codes[2][pos]
+
+        every, rows = check_outcomes(run, None)
+        self.failing = every[pos] == _FAIL
+        machine = (every if check is None else check_outcomes(run, check)[0])[pos]
+        self.check_fails, self.check_passes = machine == _FAIL, machine == _PASS
+        rows = rows.sort_values("position", kind="stable")
+        self._check_at = rows["position"].to_numpy()
+        self._check_name = rows["check"].astype(str).to_numpy(dtype=object)
+        self._check_outcome = (
+            rows["outcome"].astype("boolean").to_numpy(dtype=object, na_value=None)
+        )
+        self._check_detail = rows["detail"].to_numpy(dtype=object)
+
+        cases = run.cases
+        self._review = {
+            (str(r), str(c)): v
+            for r, c, v in zip(cases["run_id"], cases["case_id"], cases["review"], strict=True)
+        }
+        self._answer = samples["answer"].to_numpy(dtype=object)
+        self._prompt = samples["prompt"].to_numpy(dtype=object)
+        self._status = samples["status"].astype(str).to_numpy(dtype=object)
+        self._error = samples["error"].to_numpy(dtype=object)
+        self._requested = samples["requested"]
+        self._executed = samples["executed"]
+
+    def options(self, column: str) -> list[tuple[str, int]]:
+        """(name, code) of each ``variant`` or ``case_id`` among the queued samples."""
+        codes = self.variant_codes if column == "variant" else self.case_codes
+        present = set(codes.tolist())
+        names = self.samples[column].cat.categories
+        return [(str(name), i) for i, name in enumerate(names) if i in present]
+
+    def rows(self, keys: pd.DataFrame) -> np.ndarray:
+        """For each row of ``keys`` (a frame with the columns of :class:`SampleKey`), the
+        position of its sample in ``samples``; -1 for a sample not there."""
+        found = np.full(len(keys), -1, dtype=np.int64)
+        rows, at = _matches(self.samples, keys, KEY)
+        found[at] = rows
+        return found
+
+    def key(self, row: int) -> SampleKey:
+        """The key of the sample at position ``row`` of ``samples``."""
+        samples = self.samples
+        return {
+            "run_id": str(samples["run_id"].iat[row]),
+            "case_id": str(samples["case_id"].iat[row]),
+            "variant": str(samples["variant"].iat[row]),
+            "repeat": int(samples["repeat"].iat[row]),
+        }
+
+    def view(self, row: int) -> SampleView:
+        """The sample at position ``row`` of ``samples`` as the reviewer reads it."""
+        key = self.key(row)
+        start = int(np.searchsorted(self._check_at, row, side="left"))
+        end = int(np.searchsorted(self._check_at, row, side="right"))
+        return SampleView(
+            key=key,
+            status=self._status[row],
+            prompt=self._prompt[row],
+            answer=self._answer[row],
+            error=self._error[row],
+            review=self._review.get((key["run_id"], key["case_id"])),
+            requested=_listed(self._requested.iat[row]),
+            executed=_listed(self._executed.iat[row]),
+            checks=[
+                (self._check_name[i], self._check_outcome[i], self._check_detail[i])
+                for i in range(start, end)
+            ],
+        )
+
+
+def _listed(value: Any) -> list[dict[str, Any]]:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return []
+    return list(value)
+
+
+def _where_columns() -> list[str]:
+    """The samples columns a ``where=`` query string or function can use."""
+    return [c for c in SAMPLES_SCHEMA.names if c not in _HEAVY]
+
+
+def _select(samples: pd.DataFrame, where: Any) -> np.ndarray:
+    """Positions (in ``samples``) of the samples ``where`` keeps.
+
+    ``where`` is None (all), a :meth:`pandas.DataFrame.query` string, a function of the
+    samples frame returning a boolean mask, a boolean mask, or a frame of sample keys.
+    """
+    everyone = np.arange(len(samples))
+    if where is None:
+        return everyone
+    if isinstance(where, str):
+        try:
+            kept = samples.query(where)
+        except Exception as exc:
+            raise ValueError(f"'where' query {where!r} failed on the samples frame: {exc}") from exc
+        return samples.index.get_indexer(kept.index)
+    if isinstance(where, pd.DataFrame):
+        return _select_keys(samples, where)
+    if callable(where):
+        return _mask(where(samples), len(samples), "what the 'where' function returned")
+    if isinstance(where, pd.Series | np.ndarray | list):
+        return _mask(where, len(samples), "'where'")
+    raise TypeError(
+        "'where' must be None, a query string, a function of the samples frame, a boolean "
+        f"mask over run.samples, or a frame of sample keys; got {type(where).__name__}"
+    )
+
+
+def _mask(mask: Any, n: int, what: str) -> np.ndarray:
+    values = np.asarray(mask)
+    if values.dtype != bool or values.shape != (n,):
+        raise ValueError(
+            f"{what} must be a boolean mask with one value per sample ({n}); "
+            f"got dtype {values.dtype} and shape {values.shape}"
+        )
+    return np.flatnonzero(values)
+
+
+def _select_keys(samples: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
+    needed = ["case_id", "variant", "repeat"]
+    missing = [c for c in needed if c not in keys.columns]
+    if missing:
+        raise ValueError(
+            f"a 'where' frame must hold sample keys (case_id, variant, repeat[, run_id]); "
+            f"missing {missing!r}"
+        )
+    on = ["run_id", *needed] if "run_id" in keys.columns else needed
+    return np.unique(_matches(samples, keys.drop_duplicates(on), on)[0])
+
+
+def _matches(
+    samples: pd.DataFrame, keys: pd.DataFrame, on: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (position in ``samples``, position in ``keys``) of rows equal ``on``."""
+    left = samples[on].astype({c: object for c in on if c != "repeat"})
+    right = keys[on].astype({c: object for c in on if c != "repeat"})
+    right = right.astype({"repeat": left["repeat"].dtype})
+    left.index = np.arange(len(left))
+    right.index = np.arange(len(right))
+    pairs = left.reset_index().merge(right.reset_index(), on=on, how="inner")
+    return pairs["index_x"].to_numpy(), pairs["index_y"].to_numpy()
