@@ -209,19 +209,16 @@ class Action:
     result: str | None = None
 
 
-@dataclass(frozen=True)
-class Completion:
-    """What a target returns. Only ``text`` is required; the rest is evidence."""
+@dataclass(frozen=True, kw_only=True)
+class _Evidence:
+    """What a target reports besides its answer, stored unchanged on every sample."""
 
-    text: str
     model: str | None = None
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
     tool_calls: tuple[ToolCall, ...] = ()
-    request: Any = None
-    response: Any = None
     retries: int = 0
     exit_code: int | None = None
     stdout: str | None = None
@@ -230,11 +227,28 @@ class Completion:
     stderr_truncated: bool = False
     trace: str | None = None
     trace_truncated: bool = False
+
+
+#: The names of that evidence: a sample copies them from its completion.
+EVIDENCE_FIELDS = tuple(f.name for f in dataclasses.fields(_Evidence))
+
+
+@dataclass(frozen=True)
+class Completion(_Evidence):
+    """What a target returns. Only ``text`` is required; the rest is evidence, keyword-only.
+
+    ``request`` and ``response`` are what went over the wire (stored as JSON text);
+    ``facts`` are a harness's observations (containment).
+    """
+
+    text: str
+    request: Any = None
+    response: Any = None
     facts: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
-class Sample:
+class Sample(_Evidence):
     """One attempt, as stored: key ``(run_id, case_id, variant, repeat)``."""
 
     run_id: str
@@ -250,20 +264,6 @@ class Sample:
     prompt: str
     request: str | None
     response: str | None
-    model: str | None = None
-    finish_reason: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    retries: int = 0
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
-    exit_code: int | None = None
-    stdout: str | None = None
-    stderr: str | None = None
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    trace: str | None = None
-    trace_truncated: bool = False
     fingerprint: str | None = None
     canonical: str | None = None
     requested: tuple[Action, ...] = ()
@@ -278,9 +278,6 @@ class Sample:
     @property
     def key(self) -> tuple[str, str, str, int]:
         return (self.run_id, self.case_id, self.variant, self.repeat)
-
-
-SAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(Sample))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import hashlib
 import json
 import math
@@ -28,7 +27,7 @@ from evalnb import store
 from evalnb._exceptions import TargetError
 from evalnb._numbers import is_whole
 from evalnb._sync import run_sync
-from evalnb._types import SAMPLE_FIELDS, Case, Completion, Request, Sample, Variant
+from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases import file_sha256, load_cases
 from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases
 from evalnb.checks.judge import JUDGE
@@ -39,14 +38,6 @@ from evalnb.targets import Target
 __all__ = ["RunResult", "arun", "plan", "run"]
 
 ORDERS = ("alternate", "shuffle")
-
-#: The completion's evidence a sample stores unchanged (model, usage, tool calls, process
-#: output, trace...); the rest is stored as JSON text (request, response, facts) or derived.
-_KEPT_AS_IS = tuple(
-    name
-    for name in (f.name for f in dataclasses.fields(Completion))
-    if name in SAMPLE_FIELDS and name not in ("request", "response", "facts")
-)
 
 
 def plan(
@@ -282,7 +273,7 @@ class _Execution:
             prompt=request.prompt,
             request=_json(sent),
             response=_json(c.response),
-            **{name: getattr(c, name) for name in _KEPT_AS_IS},
+            **{name: getattr(c, name) for name in EVIDENCE_FIELDS},
             fingerprint=fingerprint(messages),
             canonical=canonical,
             requested=evidence.requested,
