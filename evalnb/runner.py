@@ -377,7 +377,11 @@ async def arun(
     if out is None:
         out = Path("runs") / f"run-{started:%Y%m%dT%H%M%SZ}-{os.urandom(2).hex()}"
     path = Path(out)
+    # One writer per run: held until the run ends (the kernel drops it if we die).
+    lock = store.RunLock(path, "run")
     if resume:
+        store.read_manifest(path)  # not a run: say so before touching it
+        lock.acquire()
         manifest = store.read_manifest(path)
         check_resume(manifest, path, cases, variants, repeats, order, seed)
         store.remove_orphan_parts(path)
@@ -388,6 +392,7 @@ async def arun(
         )
     else:
         store.create_run_dir(path)
+        lock.acquire()
         done = set()
         run_id = path.name
         manifest = new_manifest(
@@ -409,6 +414,7 @@ async def arun(
 
     counted_judge = _CountingTarget(judge) if judge is not None else None
     async with contextlib.AsyncExitStack() as stack:
+        stack.callback(lock.release)
         for resource in (target, judge):
             if isinstance(resource, contextlib.AbstractAsyncContextManager):
                 await stack.enter_async_context(resource)

@@ -18,6 +18,7 @@ from evalnb.cli.analyse import (
     gate_command,
     report_command,
 )
+from evalnb.cli.doctor import add_doctor_arguments, doctor_command
 from evalnb.cli.run import (
     add_demo_arguments,
     add_run_arguments,
@@ -45,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_gate_arguments(sub.add_parser("gate", help="apply an explicit pass/fail policy to a run"))
     add_report_arguments(sub.add_parser("report", help="rates, suite rate, comparison, latency"))
+    add_doctor_arguments(
+        sub.add_parser("doctor", help="find (and --repair) duplicates, orphans, unreadable files")
+    )
     add_serve_arguments(
         sub.add_parser("serve-gguf", help="serve a real GGUF model with llama.cpp on 127.0.0.1")
     )
@@ -58,6 +62,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
     "score": score_command,
     "gate": lambda args, argv: gate_command(args),
     "report": lambda args, argv: report_command(args),
+    "doctor": lambda args, argv: doctor_command(args),
     "serve-gguf": lambda args, argv: serve_gguf_command(args),
 }
 

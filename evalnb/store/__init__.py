@@ -16,6 +16,7 @@ ignore a checks part whose samples part is missing. The directory is ``0700`` an
 every file ``0600``: answers may hold private text.
 """
 
+from evalnb.store.lock import RunLock
 from evalnb.store.rundir import (
     create_run_dir,
     read_manifest,
@@ -45,6 +46,7 @@ __all__ = [
     "TABLES",
     "VERDICTS",
     "VERDICTS_SCHEMA",
+    "RunLock",
     "RunWriter",
     "checks_table",
     "create_run_dir",

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalnb._exceptions import StoreError
+from evalnb.store.lock import RunLock
 from evalnb.store.rundir import read_manifest, read_table, sample_keys
 from evalnb.store.schema import KEY, VERDICTS, VERDICTS_SCHEMA
 from evalnb.store.writer import RunWriter
@@ -211,9 +212,15 @@ def compact_verdicts(run_dir: str | os.PathLike[str]) -> Path | None:
     The merged part is written (temporary name, fsync, rename, directory fsync) before
     any merged part is deleted, so a crash leaves either the old parts, or the old and
     the merged ones (readers drop the duplicates). Parts saved while this runs are not
-    touched. Returns the merged part, or None when there was at most one part.
+    touched. Returns the merged part, or None when there was at most one part. Holds the
+    run's lock: a compaction during a run, or a second one, is refused.
     """
     run_dir = Path(run_dir)
+    with RunLock(run_dir, "compaction"):
+        return _compact(run_dir)
+
+
+def _compact(run_dir: Path) -> Path | None:
     folder = run_dir / "verdicts"
     for attempt in range(_READ_ATTEMPTS):
         parts = sorted(folder.glob("part-*.parquet"))
