@@ -238,3 +238,28 @@ def test_resumes_during_a_live_run_are_refused_and_every_key_is_stored_once(
     assert len(written) == len(set(written)) == 4 * 2 * 25
     assert json.loads((out / "manifest.json").read_text())["status"] == "complete"
     assert diagnose(out) == []
+
+
+def test_a_damaged_scoring_or_verdicts_part_leaves_the_rest_readable(tmp_path: Path) -> None:
+    from evalnb.store.rundir import DamagedRunWarning
+    from evalnb.store.verdicts import save_verdict
+
+    run_dir = make_run(tmp_path / "run")
+    save_verdict(run_dir, "c0", "a", 0, annotator="ana", verdict="fail", reason="no")
+    (run_dir / "verdicts" / "part-bad-000000.parquet").write_bytes(b"garbage")
+    for label, text in (("broken", "{"), ("undated", '{"samples": 24}')):
+        (run_dir / "scores" / label).mkdir(parents=True)
+        (run_dir / "scores" / label / "scoring.json").write_text(text)
+    with pytest.warns(DamagedRunWarning) as caught:
+        run = evalnb.load(run_dir)
+        assert len(run.samples) == len(CASES) * 2 * 4
+        assert len(run.checks) == len(CASES) * 2 * 4
+        rates = evalnb.rates(run, by=["variant"], source="verdicts")
+    assert rates[["variant", "k", "n"]].to_dict("records") == [
+        {"variant": "a", "k": 0, "n": 1},
+        {"variant": "b", "k": 0, "n": 0},
+    ]
+    messages = " | ".join(str(w.message) for w in caught)
+    for name in ("part-bad-000000.parquet", "broken/scoring.json", "undated/scoring.json"):
+        assert name in messages
+    assert f"evalnb doctor {run_dir} --repair" in messages

@@ -9,17 +9,20 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from evalnb._exceptions import StoreError
 from evalnb.store.schema import SCHEMA_VERSION, TABLES
 
 __all__ = [
+    "DamagedRunWarning",
     "create_run_dir",
     "open_private",
     "read_manifest",
@@ -110,9 +113,42 @@ def scorings(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     found = [{"label": "run", "created_at": None}]
     rescored = []
     for marker in (run_dir / "scores").glob("*/scoring.json"):
-        info = json.loads(marker.read_text(encoding="utf-8"))
+        try:
+            info = json.loads(marker.read_text(encoding="utf-8"))
+            if not isinstance(info, dict) or not isinstance(info.get("created_at"), str):
+                raise ValueError("expected an object with 'created_at'")
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            _skipped(run_dir, marker, f"cannot be used ({exc})")
+            continue
         rescored.append({**info, "label": marker.parent.name})
     return found + sorted(rescored, key=lambda info: info["created_at"])
+
+
+class DamagedRunWarning(UserWarning):
+    """A file of a run could not be read and was left out; ``evalnb doctor`` repairs it."""
+
+
+def _skipped(run_dir: Path, path: Path, why: str) -> None:
+    warnings.warn(
+        f"{path}: {why}; left out (`evalnb doctor {run_dir} --repair` quarantines it)",
+        DamagedRunWarning,
+        stacklevel=3,
+    )
+
+
+def _readable(run_dir: Path, parts: list[Path]) -> list[Path]:
+    """The parts whose Parquet footer reads; the others are left out with a warning."""
+    kept = []
+    for part in parts:
+        try:
+            pq.read_metadata(part)
+        except (OSError, pa.ArrowException) as exc:
+            _skipped(
+                run_dir, part, f"not a readable Parquet file ({str(exc).splitlines()[0][:120]})"
+            )
+            continue
+        kept.append(part)
+    return kept
 
 
 def _scoring_parts(run_dir: Path, scoring: str | None) -> list[Path]:
@@ -150,6 +186,10 @@ def read_table(
         parts = _scoring_parts(Path(run_dir), scoring)
     else:
         parts = _committed_parts(Path(run_dir), table)
+    if table == "verdicts":
+        # Verdicts are small parts saved one click at a time: one damaged part must not
+        # hide the rest (samples and checks stay strict: a gap there would bias rates).
+        parts = _readable(Path(run_dir), parts)
     if not parts:
         return schema.empty_table()
     # One dataset over all parts reads them in parallel; a run has a part per flush.
