@@ -183,3 +183,23 @@ def test_describe_records_the_harness_hash_and_interpreter(tmp_path):
     )
     assert info["interpreter"] == f"Python {sys.version.split()[0]}"
     assert json.dumps(info)
+
+
+def test_a_huge_sparse_file_is_flagged_without_being_read(tmp_path):
+    import resource
+
+    # notes.txt grows to 1 GiB without a byte written: comparing it must not read it.
+    target, _ = harness(
+        tmp_path,
+        """
+        with open("notes.txt", "r+b") as f:
+            f.truncate(1 << 30)
+        print("done")
+        """,
+    )
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    completion, error = complete(target)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert error is None
+    assert completion.facts["workspace_changes"] == ["changed notes.txt"]
+    assert grown_kib < 100 * 1024  # reading the file whole would add about 1 GiB
