@@ -24,6 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from evalnb._numbers import is_whole
+from evalnb._process import stop_process
 from evalnb.standin.faults import Fault, parse_faults
 from evalnb.standin.server import make_app
 
@@ -247,13 +248,7 @@ class StandIn:
 def _terminate(child: subprocess.Popen[str]) -> None:
     """SIGTERM the child, SIGKILL it if it is still there after the grace period."""
     try:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+        stop_process(child, _STOP_TIMEOUT)
     finally:
         if child.stdout is not None:
             child.stdout.close()
