@@ -43,6 +43,7 @@ if _typing.TYPE_CHECKING:
         load,
         power,
         rates,
+        scores,
         suite_rate,
     )
     from evalnb.cases import load_cases
@@ -88,6 +89,7 @@ _MODULES = {
         "load",
         "power",
         "rates",
+        "scores",
         "suite_rate",
     ),
     "evalnb.cases": ("load_cases",),
@@ -172,6 +174,7 @@ __all__ = [
     "report_text",
     "run",
     "score",
+    "scores",
     "suite_rate",
     "variant_colors",
 ]

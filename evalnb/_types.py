@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
+import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "CHOICES_TEMPLATE",
+    "LETTERS",
     "STATUSES",
     "Action",
     "Case",
@@ -19,6 +24,10 @@ __all__ = [
     "Sample",
     "ToolCall",
     "Variant",
+    "check_template",
+    "choice_index",
+    "render_template",
+    "text_of",
 ]
 
 #: Every status a sample can have. Only ``completed`` means the target gave a usable,
@@ -26,6 +35,20 @@ __all__ = [
 STATUSES = ("completed", "error", "timeout", "empty", "budget", "malformed")
 
 SPLITS = ("dev", "heldout")
+
+#: The letters that label multiple-choice options, in order (at most 26 choices).
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+#: How a case's ``choices`` are shown when the variant has no ``template`` of its own:
+#: the prompt, the lettered choices, and the answer format the ``choice`` check reads first.
+CHOICES_TEMPLATE = (
+    "{{ prompt }}\n\n{{ choices_text }}\n\n"
+    'Answer with the letter of one choice ({{ letters | join(", ") }}), ending with a line '
+    "of the form ANSWER: <letter>"
+)
+
+#: Names a template sees besides the case's ``vars``; no variable may take one of them.
+RESERVED_VARS = ("vars", "prompt", "choices", "letters", "choices_text", "target", "context")
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -42,6 +65,161 @@ def _spec_of(check: Any) -> Any:
     return {"type": "python", "name": getattr(check, "__name__", type(check).__name__)}
 
 
+class _Namespace(dict[str, Any]):
+    """A mapping a template reaches by a name (``vars``), so that a missing key is
+    reported as ``'vars.x' is undefined`` rather than as a dict's missing attribute."""
+
+    def __init__(self, name: str, values: Mapping[str, Any]):
+        super().__init__(values)
+        self.evalnb_name = name
+
+
+@functools.cache
+def _environment() -> Any:
+    # Imported here: only cases with templates or choices pay for Jinja2.
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2.utils import missing
+
+    class Undefined(StrictUndefined):
+        @property
+        def _undefined_message(self) -> str:
+            owner = self._undefined_obj
+            if isinstance(owner, _Namespace):
+                return f"variable '{owner.evalnb_name}.{self._undefined_name}' is undefined"
+            if self._undefined_hint is None and owner is missing:
+                return f"variable {self._undefined_name!r} is undefined"
+            return str(super()._undefined_message)
+
+    return SandboxedEnvironment(undefined=Undefined, keep_trailing_newline=True, autoescape=False)
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(source: str) -> Any:
+    from jinja2 import TemplateSyntaxError
+
+    try:
+        return _environment().from_string(source)
+    except TemplateSyntaxError as exc:
+        raise ValueError(f"is not a valid template ({exc.message} at line {exc.lineno})") from None
+
+
+def check_template(source: str) -> None:
+    """A ``ValueError`` when ``source`` is not a valid template (``is not a valid template
+    (unexpected '}' at line 1)``)."""
+    _compiled(source)
+
+
+def render_template(source: str, context: Mapping[str, Any]) -> str:
+    """Render Jinja2 ``source`` in a sandbox; any undefined variable is an error.
+
+    Errors are ``ValueError`` with a short message the caller prefixes with the field:
+    ``variable 'question' is undefined``, ``variable 'vars.city' is undefined``,
+    ``is not a valid template (unexpected '}' at line 1)``.
+
+    >>> render_template("Hello {{ name }}", {"name": "Ada"})
+    'Hello Ada'
+    """
+    from jinja2 import TemplateError
+
+    template = _compiled(source)
+    try:
+        return str(template.render(context))
+    except TemplateError as exc:
+        raise ValueError(str(exc.message)) from None
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's ``content``: a string as is, a list of parts as the text of
+    its text parts, joined by new lines (an image part has no text)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_case_fields(case: Case) -> None:
+    """The reference, choices, vars and context of a case: types and consistency."""
+    where = f"Case {case.id!r}"
+    target = case.target
+    if target is not None:
+        ok = (
+            (isinstance(target, str) and target != "")
+            or _is_real(target)
+            or (
+                isinstance(target, Sequence)
+                and not isinstance(target, str)
+                and len(target) > 0
+                and all(isinstance(t, str) and t != "" for t in target)
+            )
+        )
+        if not ok:
+            raise ValueError(
+                f"{where}: 'target' must be a non-empty string, a non-empty list of "
+                f"non-empty strings, or a number; got {target!r}"
+            )
+    choices = case.choices
+    if choices is not None:
+        if (
+            isinstance(choices, str)
+            or not isinstance(choices, Sequence)
+            or not 2 <= len(choices) <= len(LETTERS)
+            or not all(isinstance(c, str) and c.strip() for c in choices)
+        ):
+            raise ValueError(
+                f"{where}: 'choices' must be a list of 2 to {len(LETTERS)} non-empty strings; "
+                f"got {choices!r}"
+            )
+        if len(set(choices)) != len(choices):
+            raise ValueError(f"{where}: 'choices' must not repeat a choice; got {list(choices)!r}")
+        if target is not None:
+            for wanted in target if isinstance(target, tuple) else (target,):
+                if choice_index(wanted, choices) is None:
+                    raise ValueError(
+                        f"{where}: 'target' must be a letter {LETTERS[0]}-"
+                        f"{LETTERS[len(choices) - 1]} or the text of one of the 'choices'; "
+                        f"got {wanted!r}"
+                    )
+    if not isinstance(case.vars, Mapping) or not all(isinstance(k, str) for k in case.vars):
+        raise ValueError(f"{where}: 'vars' must be an object of name: value; got {case.vars!r}")
+    reserved = sorted(set(case.vars) & set(RESERVED_VARS))
+    if reserved:
+        raise ValueError(
+            f"{where}: 'vars.{reserved[0]}' is a name templates keep for themselves "
+            f"({', '.join(RESERVED_VARS)}); rename the variable"
+        )
+    context = case.context
+    if context is not None and not (
+        isinstance(context, str)
+        or (isinstance(context, Sequence) and all(isinstance(c, str) for c in context))
+    ):
+        raise ValueError(
+            f"{where}: 'context' must be a string or a list of strings; got {context!r}"
+        )
+
+
+def choice_index(target: Any, choices: Sequence[str]) -> int | None:
+    """The index a multiple-choice ``target`` names: a letter (``"B"``) in range, else the
+    text of a choice (a number is read as text); None when it names none. A single letter
+    is read as a letter even when a choice's text is that letter."""
+    text = str(target) if _is_real(target) else target
+    if not isinstance(text, str):
+        return None
+    stripped = text.strip()
+    if len(stripped) == 1 and stripped.upper() in LETTERS[: len(choices)]:
+        return LETTERS.index(stripped.upper())
+    return next((i for i, c in enumerate(choices) if c.strip() == stripped), None)
+
+
 @dataclass(frozen=True)
 class Case:
     """One thing to ask, and how to check the answers.
@@ -50,6 +228,12 @@ class Case:
     callables or check objects, kept as given: the runner builds and validates them
     (:func:`evalnb.checks.build_checks`) before anything runs, and :func:`evalnb.load_cases`
     does so as it reads a file, so a bad spec is reported with its line.
+
+    ``target`` is the reference answer (a string, a list of acceptable strings, or a
+    number) that ``equals``, ``numeric``, ``choice`` and the others compare with;
+    ``choices`` makes the case multiple choice; ``vars`` fill a variant's template (a case
+    with ``vars`` may have neither ``prompt`` nor ``messages``: then every variant needs a
+    ``template``); ``context`` is what a judge's rubric may quote (retrieval context).
 
     >>> Case("greet", prompt="Say hello", checks=[{"type": "contains", "text": "hello"}])
     Case(id='greet', ...)
@@ -66,14 +250,22 @@ class Case:
     tags: Sequence[str] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
     expect_keys: Sequence[str] | None = None
+    target: str | float | Sequence[str] | None = None
+    choices: Sequence[str] | None = None
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    context: str | Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"Case 'id' must be a non-empty string; got {self.id!r}")
-        if (self.prompt is None) == (self.messages is None):
+        if self.prompt is not None and self.messages is not None:
             raise ValueError(
-                f"Case {self.id!r} needs exactly one of 'prompt' or 'messages'; "
-                f"got {'both' if self.prompt is not None else 'neither'}"
+                f"Case {self.id!r} needs exactly one of 'prompt' or 'messages'; got both"
+            )
+        if self.prompt is None and self.messages is None and not self.vars:
+            raise ValueError(
+                f"Case {self.id!r} needs exactly one of 'prompt' or 'messages'; got neither "
+                "(or 'vars' for template variants)"
             )
         if self.split not in SPLITS:
             raise ValueError(
@@ -94,6 +286,21 @@ class Case:
         set_(self, "checks", tuple(self.checks))
         if self.group is None:
             set_(self, "group", self.id)
+        if isinstance(self.target, list | tuple):
+            set_(self, "target", tuple(self.target))
+        if isinstance(self.choices, list | tuple):
+            set_(self, "choices", tuple(self.choices))
+        if isinstance(self.context, list | tuple):
+            set_(self, "context", tuple(self.context))
+        _check_case_fields(self)
+        set_(self, "vars", _frozen_mapping(self.vars))
+
+    @property
+    def targets(self) -> tuple[Any, ...]:
+        """The acceptable reference answers: ``target`` as a tuple (empty when none)."""
+        if self.target is None:
+            return ()
+        return self.target if isinstance(self.target, tuple) else (self.target,)
 
     def to_dict(self) -> dict[str, Any]:
         """The case as plain JSON-ready data (what the manifest records)."""
@@ -113,56 +320,214 @@ class Case:
         )
         if self.expect_keys is not None:
             out["expect_keys"] = list(self.expect_keys)
+        # Written only when set, so the definitions of earlier runs read the same.
+        if self.target is not None:
+            out["target"] = list(self.target) if isinstance(self.target, tuple) else self.target
+        if self.choices is not None:
+            out["choices"] = list(self.choices)
+        if self.vars:
+            out["vars"] = dict(self.vars)
+        if self.context is not None:
+            out["context"] = list(self.context) if isinstance(self.context, tuple) else self.context
         return out
+
+    def template_context(self, shown: Sequence[str] | None = None) -> dict[str, Any]:
+        """What a variant's template sees: every var by name, ``vars``, ``prompt`` (the
+        prompt, or the last user message's text), and ``choices`` (in the order shown),
+        ``letters`` and ``choices_text`` (``"A. ...\nB. ..."``), empty without choices."""
+        choices = list(shown if shown is not None else self.choices or ())
+        letters = list(LETTERS[: len(choices)])
+        context: dict[str, Any] = {
+            **self.vars,
+            "vars": _Namespace("vars", self.vars),
+            "choices": choices,
+            "letters": letters,
+            "choices_text": "\n".join(f"{x}. {c}" for x, c in zip(letters, choices, strict=True)),
+        }
+        prompt = self.prompt
+        if prompt is None and self.messages is not None:
+            users = [m for m in self.messages if m.get("role") == "user"]
+            prompt = text_of(users[-1].get("content")) if users else None
+        if prompt is not None:
+            context["prompt"] = prompt
+        return context
+
+    def rubric_context(self) -> dict[str, Any]:
+        """What a judge's rubric sees: the template context, and ``target`` and ``context``
+        when the case has them (a list stays a list)."""
+        context = self.template_context()
+        if self.target is not None:
+            context["target"] = list(self.target) if isinstance(self.target, tuple) else self.target
+        if self.context is not None:
+            context["context"] = (
+                list(self.context) if isinstance(self.context, tuple) else self.context
+            )
+        return context
 
 
 @dataclass(frozen=True)
 class Variant:
     """A named change to the request; a variant that changes nothing is a baseline.
 
-    ``prefix`` is prepended to the last user message (separated by a blank line unless it
-    already ends in white space), ``system`` replaces or adds the system message, and
-    ``params`` are merged over the target's request parameters.
+    Applied in this order:
+
+    - ``template`` (Jinja2, sandboxed, strict) renders the user message from the case's
+      ``vars``, ``prompt`` and ``choices`` (see :meth:`Case.template_context`); it replaces
+      the last user message, or is the only one for a case with just ``vars``. Without a
+      template, a case's ``choices`` are shown by :data:`CHOICES_TEMPLATE`.
+    - ``prefix`` goes before the last user message's text (separated by a blank line
+      unless it already ends in white space); when that message is a list of parts, into
+      its first text part. A case with no user message cannot take a prefix.
+    - ``system`` (also a template) replaces the leading system message, when the first
+      message is a system message without a ``name``, and is inserted first otherwise;
+      every other message is kept, few-shot examples (``role: system`` with a ``name``)
+      included.
+    - ``params`` are merged over the target's request parameters.
+
+    ``shuffle_choices`` shows a multiple-choice case's choices in a different order per
+    sample, drawn from ``shuffle_seed``, the case id and the repeat (so every variant with
+    the same seed shows a sample the same order); the order is stored on the sample.
     """
 
     name: str
     prefix: str | None = None
     system: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    template: str | None = None
+    shuffle_choices: bool = False
+    shuffle_seed: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"Variant 'name' must be a non-empty string; got {self.name!r}")
+        for key in ("prefix", "system", "template"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"Variant {self.name!r}: {key!r} must be a string; got {value!r}")
+        for key in ("system", "template"):
+            value = getattr(self, key)
+            if value is not None:
+                try:
+                    check_template(value)
+                except ValueError as exc:
+                    raise ValueError(f"Variant {self.name!r}: {key!r} {exc}") from None
+        if not isinstance(self.shuffle_choices, bool):
+            raise ValueError(
+                f"Variant {self.name!r}: 'shuffle_choices' must be true or false; "
+                f"got {self.shuffle_choices!r}"
+            )
+        if isinstance(self.shuffle_seed, bool) or not isinstance(self.shuffle_seed, int):
+            raise ValueError(
+                f"Variant {self.name!r}: 'shuffle_seed' must be a whole number; "
+                f"got {self.shuffle_seed!r}"
+            )
         object.__setattr__(self, "params", _frozen_mapping(self.params))
 
     @property
     def is_baseline(self) -> bool:
-        return self.prefix is None and self.system is None and not self.params
+        return (
+            self.prefix is None
+            and self.system is None
+            and self.template is None
+            and not self.shuffle_choices
+            and not self.params
+        )
 
-    def messages_for(self, case: Case) -> tuple[dict[str, Any], ...]:
-        """The chat messages this variant sends for ``case``."""
+    def choice_order(self, case: Case, repeat: int = 0) -> tuple[int, ...] | None:
+        """The order ``case``'s choices are shown in for this repeat, as indexes into
+        ``case.choices``; None when they are shown as written."""
+        if not self.shuffle_choices or not case.choices:
+            return None
+        order = list(range(len(case.choices)))
+        random.Random(f"{self.shuffle_seed}:{case.id}:{repeat}").shuffle(order)
+        return tuple(order)
+
+    def messages_for(self, case: Case, repeat: int = 0) -> tuple[dict[str, Any], ...]:
+        """The chat messages this variant sends for ``case`` (and ``repeat``, which only
+        matters when choices are shuffled).
+
+        Raises ``ValueError`` naming the field when the variant cannot apply to the case:
+        an undefined template variable, a prefix with no user message, a case with only
+        ``vars`` and no template.
+        """
         if case.messages is not None:
             messages = [dict(m) for m in case.messages]
-        else:
+        elif case.prompt is not None:
             messages = [{"role": "user", "content": case.prompt}]
+        else:
+            messages = []
+        order = self.choice_order(case, repeat)
+        shown = [case.choices[i] for i in order] if order and case.choices else None
+        context = case.template_context(shown) if (self.template or self.system) else None
+        if self.template is not None:
+            text = _render("template", self.template, context or {})
+            users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+            if users:
+                messages[users[-1]]["content"] = text
+            else:
+                messages.append({"role": "user", "content": text})
+        elif case.choices:
+            if case.prompt is None:
+                raise ValueError(
+                    "the case has 'choices' but no 'prompt': give it a 'prompt', or use a "
+                    "variant with a 'template' that shows the choices"
+                )
+            context = context or case.template_context(shown)
+            messages[-1]["content"] = _render("choices", CHOICES_TEMPLATE, context)
+        elif not messages:
+            raise ValueError(
+                "the case has only 'vars' (no 'prompt' or 'messages'): the variant needs a "
+                "'template'"
+            )
         if self.prefix is not None:
-            for message in reversed(messages):
-                if message.get("role") == "user":
-                    joiner = "" if self.prefix[-1:].isspace() else "\n\n"
-                    message["content"] = f"{self.prefix}{joiner}{message.get('content', '')}"
-                    break
+            users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+            if not users:
+                raise ValueError("'prefix' goes before the user message, and the case has none")
+            message = messages[users[-1]]
+            message["content"] = _prefixed(self.prefix, message.get("content"))
         if self.system is not None:
-            messages = [m for m in messages if m.get("role") != "system"]
-            messages.insert(0, {"role": "system", "content": self.system})
+            system = {"role": "system", "content": _render("system", self.system, context or {})}
+            first = messages[0] if messages else {}
+            if first.get("role") == "system" and "name" not in first:
+                messages[0] = system
+            else:
+                messages.insert(0, system)
         return tuple(messages)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "prefix": self.prefix,
             "system": self.system,
             "params": dict(self.params),
         }
+        # Written only when set, so the variants of earlier runs read (and resume) the same.
+        if self.template is not None:
+            out["template"] = self.template
+        if self.shuffle_choices:
+            out["shuffle_choices"] = True
+            out["shuffle_seed"] = self.shuffle_seed
+        return out
+
+
+def _render(field: str, source: str, context: Mapping[str, Any]) -> str:
+    try:
+        return render_template(source, context)
+    except ValueError as exc:
+        raise ValueError(f"'{field}': {exc}") from None
+
+
+def _prefixed(prefix: str, content: Any) -> Any:
+    """``content`` with ``prefix`` before its text; a parts list keeps its other parts."""
+    joiner = "" if prefix[-1:].isspace() else "\n\n"
+    if isinstance(content, list | tuple):
+        parts = [dict(p) if isinstance(p, Mapping) else p for p in content]
+        for part in parts:
+            if isinstance(part, dict) and part.get("type") == "text":
+                part["text"] = f"{prefix}{joiner}{part.get('text', '')}"
+                return parts
+        return [{"type": "text", "text": prefix}, *parts]
+    return f"{prefix}{joiner}{content if content is not None else ''}"
 
 
 @dataclass(frozen=True)
@@ -177,11 +542,10 @@ class Request:
 
     @property
     def prompt(self) -> str:
-        """The text of the last user message, as sent."""
+        """The text of the last user message, as sent (a parts list: its text parts)."""
         for message in reversed(self.messages):
             if message.get("role") == "user":
-                content = message.get("content")
-                return content if isinstance(content, str) else str(content)
+                return text_of(message.get("content"))
         return ""
 
 
@@ -270,6 +634,7 @@ class Sample(_Evidence):
     executed: tuple[Action, ...] = ()
     evidence_problem: str | None = None
     facts: str | None = None
+    choice_order: tuple[int, ...] | None = None
 
     @property
     def completed(self) -> bool:
@@ -282,10 +647,12 @@ class Sample(_Evidence):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check on one sample: outcome ``True``, ``False`` or ``None`` (unscored)."""
+    """One check on one sample: outcome ``True``, ``False`` or ``None`` (unscored), and for
+    a graded check its ``score`` in [0, 1] (the outcome is then ``score >= threshold``)."""
 
     check: str
     type: str
     outcome: bool | None
     detail: str
     evidence: str | None = None
+    score: float | None = None

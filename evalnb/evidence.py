@@ -17,18 +17,27 @@ plain text counts as an error when it starts with "error".
 from __future__ import annotations
 
 import json
+import re
+import string
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalnb._types import Action, ToolCall
+from evalnb._types import LETTERS, Action, ToolCall
 
 __all__ = [
     "Evidence",
+    "Number",
     "canonical_answer",
     "evidence_from",
     "extract_json",
+    "extract_json_value",
+    "find_numbers",
+    "fuzzy_normalise",
     "normalise_answer",
+    "normalise_text",
+    "parse_choice",
     "parse_trace",
     "path_of",
 ]
@@ -169,6 +178,176 @@ def extract_json(answer: str) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(value, dict):
         return None, f"JSON is a {type(value).__name__}, not an object"
     return value, ""
+
+
+def extract_json_value(answer: str) -> tuple[Any, str]:
+    """Any JSON value in the answer: ``(value, "")`` or ``(None, problem)``.
+
+    The whole answer (stripped) is read first, so ``42``, ``"yes"``, ``null`` and
+    ``[1, 2]`` count. Otherwise the same leniency as :func:`extract_json`, with arrays
+    too: from the first ``{`` or ``[`` to the last ``}`` or ``]``, so prose or a code fence
+    around one value is allowed. ``value`` may be ``None`` itself (the JSON ``null``):
+    tell the cases apart by the problem.
+    """
+    text = answer.strip()
+    try:
+        return json.loads(text), ""
+    except json.JSONDecodeError:
+        pass
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    end = max(text.rfind("}"), text.rfind("]"))
+    if not starts or end < min(starts):
+        return None, "no JSON value in the answer"
+    try:
+        return json.loads(text[min(starts) : end + 1]), ""
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+
+
+def _strip_punctuation(text: str, spaces: bool) -> str:
+    def strippable(ch: str) -> bool:
+        return unicodedata.category(ch)[0] == "P" or (spaces and ch.isspace())
+
+    start, end = 0, len(text)
+    while start < end and strippable(text[start]):
+        start += 1
+    while end > start and strippable(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def normalise_text(
+    text: str,
+    *,
+    ignore_case: bool = True,
+    ignore_whitespace: bool = True,
+    ignore_punctuation: bool = True,
+) -> str:
+    """The form ``equals``, ``starts_with`` and ``includes`` compare.
+
+    ``ignore_whitespace`` strips the ends and collapses runs of white space to one space;
+    ``ignore_punctuation`` strips punctuation (Unicode category P: ``.``, ``!``, quotes,
+    brackets...) from both ends, never from inside (with the white space between, unless
+    white space counts); ``ignore_case`` casefolds. ``"  Paris. "`` and ``"paris"`` are
+    equal with all three on.
+    """
+    if ignore_whitespace:
+        text = " ".join(text.split())
+    if ignore_punctuation:
+        text = _strip_punctuation(text, spaces=ignore_whitespace)
+    if ignore_case:
+        text = text.casefold()
+    return text
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_ASCII_PUNCTUATION = frozenset(string.punctuation)
+
+
+def fuzzy_normalise(text: str) -> str:
+    """openai/evals ``normalize``: lower case, ASCII punctuation removed, the articles
+    a/an/the removed, white space collapsed."""
+    text = "".join(ch for ch in text.lower() if ch not in _ASCII_PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+@dataclass(frozen=True)
+class Number:
+    """A number found in text: its ``value``, the ``text`` it was read from, and whether
+    a ``%`` followed it."""
+
+    value: float
+    text: str
+    percent: bool
+
+
+_NUMBER = re.compile(
+    r"""
+    (?<![\w.])                             # not inside a word or after a decimal point
+    (?P<sign>[-+\u2212])?
+    (?P<currency>[$\u20ac\u00a3\u00a5])?
+    (?P<sign2>[-+\u2212])?
+    (?P<digits>\d{1,3}(?:,\d{3})+(?!\d)|\d+)?
+    (?P<fraction>\.\d+)?
+    (?P<exponent>[eE][-+]?\d+)?
+    (?P<percent>\s?%)?
+    """,
+    re.VERBOSE,
+)
+
+
+def find_numbers(text: str) -> list[Number]:
+    """Every number in ``text``, in order.
+
+    Read: a sign (``-3``, also the Unicode minus), a currency symbol (``$19.50``,
+    ``-$3``), thousands separated by commas (``1,234.5``), a fraction (``.5``), an
+    exponent (``1e3``, ``3.0e2``) and a trailing ``%``. A hyphen after a letter or digit
+    is not a sign (``A-1042`` is 1042, ``3-5`` is 3 and 5); a full stop that ends a
+    sentence is not a decimal point (``costs $4.`` is 4).
+    """
+    found = []
+    for match in _NUMBER.finditer(text):
+        digits, fraction = match["digits"], match["fraction"]
+        if not digits and not fraction:
+            continue
+        sign = match["sign"] or match["sign2"] or ""
+        plain = ((digits or "0").replace(",", "")) + (fraction or "") + (match["exponent"] or "")
+        value = float(plain)
+        if sign in ("-", "\u2212"):
+            value = -value
+        found.append(Number(value, match.group(0).strip(), bool(match["percent"])))
+    return found
+
+
+_ANSWER_LINE = re.compile(r"\banswer\s*[:=]\s*\**\s*\(?\s*([a-z])\s*\)?(?![a-z])", re.I)
+_BARE = re.compile(r"^\s*\**\s*\(?\s*([a-z])\s*\)?\s*[.):]?\s*\**\s*$", re.I)
+_LEADING = re.compile(r"^\s*(?:\(([A-Za-z])\)|([A-Z])[.)])\s")
+_PHRASE = re.compile(r"\b(?i:answer|choice|option)\s+(?:(?i:is)\s+)?(?:\(([A-Za-z])\)|([A-Z])\b)")
+
+
+def parse_choice(answer: str, choices: Sequence[str]) -> tuple[int | None, str]:
+    """The position (in the order shown) of the choice an answer picks, and how it was read.
+
+    Tried in order; the first that finds a letter decides:
+
+    1. ``ANSWER: B`` (any case, last such line; ``ANSWER: (B)``, ``**ANSWER: B**``);
+    2. the whole answer is one letter: ``B``, ``(b)``, ``B.``, ``B)``;
+    3. the answer starts with a lettered choice: ``B. Jupiter``, ``B) ...``, ``(b) ...``;
+    4. the first phrase ``answer is B`` / ``option (c)`` / ``choice B`` (a bare letter must
+       be a capital there, so "the answer is a ..." is not A);
+    5. fallback, no letter: the answer contains the text of exactly one choice (openai/evals
+       normalisation, whole words).
+
+    Returns ``(index, how)``; ``index`` is None when nothing was found or the letter is
+    not one of the choices (``how`` says which).
+    """
+    letters = LETTERS[: len(choices)]
+
+    def picked(letter: str, how: str) -> tuple[int | None, str]:
+        letter = letter.upper()
+        if letter not in letters:
+            return None, f"letter {letter} is not one of the choices ({letters[0]}-{letters[-1]})"
+        return letters.index(letter), how
+
+    lines = _ANSWER_LINE.findall(answer)
+    if lines:
+        return picked(lines[-1], "ANSWER line")
+    bare = _BARE.match(answer)
+    if bare:
+        return picked(bare[1], "a single letter")
+    leading = _LEADING.match(answer)
+    if leading:
+        return picked(leading[1] or leading[2], "a leading letter")
+    phrase = _PHRASE.search(answer)
+    if phrase:
+        return picked(phrase[1] or phrase[2], "an 'answer is' phrase")
+    said = f" {fuzzy_normalise(answer)} "
+    named = [i for i, c in enumerate(choices) if f" {fuzzy_normalise(c)} " in said]
+    if len(named) == 1:
+        return named[0], "the text of one choice"
+    if named:
+        return None, "no letter, and the answer names several choices"
+    return None, "no choice letter found in the answer"
 
 
 def normalise_answer(text: str | None) -> str | None:

@@ -12,7 +12,14 @@ An experiment file is TOML; paths in it are relative to the file::
     [[variants]]
     name = "v2"
     params = { model = "shop-v2" }
-    prefix_file = "../variants/revised.txt"   # or prefix = "...", system / system_file
+    prefix_file = "../variants/revised.txt"   # or prefix = "...", system / system_file,
+                                              # template / template_file, shuffle_choices
+
+    [judge]                   # for 'judge' checks; base_url defaults to the target's server
+    model = "judge"
+
+    [defaults]                # applied to every case, as a cases file's own defaults
+    checks = [{ type = "word_count", max = 80 }]
 """
 
 from __future__ import annotations
@@ -26,11 +33,23 @@ from typing import Any
 
 from evalnb._exceptions import CasesError
 from evalnb._types import Variant
+from evalnb.cases import validate_defaults
 from evalnb.suites import PREFIX, resolve
 
 __all__ = ["Experiment", "load_experiment", "parse_value", "parse_variant"]
 
-_TOP = ("cases", "repeats", "concurrency", "order", "seed", "timeout", "target", "variants")
+_TOP = (
+    "cases",
+    "repeats",
+    "concurrency",
+    "order",
+    "seed",
+    "timeout",
+    "target",
+    "variants",
+    "judge",
+    "defaults",
+)
 _TARGET = (
     "containment",
     "require_trace",
@@ -43,18 +62,36 @@ _TARGET = (
     "timeout",
     "max_retries",
 )
-_VARIANT = ("name", "prefix", "prefix_file", "system", "system_file", "params")
+_VARIANT = (
+    "name",
+    "prefix",
+    "prefix_file",
+    "system",
+    "system_file",
+    "template",
+    "template_file",
+    "shuffle_choices",
+    "shuffle_seed",
+    "params",
+)
+_JUDGE = ("model", "base_url", "api_key_env")
 
 
 @dataclass
 class Experiment:
-    """The settings of an experiment file, paths resolved."""
+    """The settings of an experiment file, paths resolved.
+
+    ``judge`` is the ``[judge]`` table (``model``, ``base_url``, ``api_key_env``) and
+    ``defaults`` the ``[defaults]`` table, validated, applied to every case.
+    """
 
     path: Path
     cases: Path | None = None
     target: dict[str, Any] = field(default_factory=dict)
     variants: list[Variant] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    judge: dict[str, Any] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
 
 
 def _read_text(path: Path, where: str) -> str:
@@ -71,7 +108,7 @@ def _variant(raw: Any, where: str, base: Path) -> Variant:
         if key not in _VARIANT:
             raise CasesError(f"{where}.{key}: not a variant field (fields: {', '.join(_VARIANT)})")
     text: dict[str, str | None] = {}
-    for part in ("prefix", "system"):
+    for part in ("prefix", "system", "template"):
         if part in raw and f"{part}_file" in raw:
             raise CasesError(f"{where}: give '{part}' or '{part}_file', not both")
         if f"{part}_file" in raw:
@@ -84,9 +121,51 @@ def _variant(raw: Any, where: str, base: Path) -> Variant:
     # Left unchecked here: Variant says what a name must be, a missing one included.
     name: Any = raw.get("name")
     try:
-        return Variant(name, prefix=text["prefix"], system=text["system"], params=params)
+        return Variant(
+            name,
+            prefix=text["prefix"],
+            system=text["system"],
+            params=params,
+            template=text["template"],
+            shuffle_choices=raw.get("shuffle_choices", False),
+            shuffle_seed=raw.get("shuffle_seed", 0),
+        )
     except ValueError as exc:
         raise CasesError(f"{where}: {exc}") from None
+
+
+def _judge(raw: Any, path: Path) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise CasesError(f"{path}: 'judge' must be a table; got {raw!r}")
+    for key, value in raw.items():
+        if key not in _JUDGE:
+            raise CasesError(
+                f"{path}: 'judge.{key}' is not a judge field (fields: {', '.join(_JUDGE)})"
+            )
+        if not isinstance(value, str) or not value:
+            raise CasesError(f"{path}: 'judge.{key}' must be a non-empty string; got {value!r}")
+    if "model" not in raw:
+        raise CasesError(f"{path}: 'judge.model' is required (the judge model's name)")
+    return dict(raw)
+
+
+def _defaults(raw: Any, path: Path) -> dict[str, Any]:
+    """The experiment's defaults, validated; a ``python`` check's module is looked for
+    beside the experiment file."""
+    if isinstance(raw, dict) and isinstance(raw.get("checks"), list):
+        raw = {
+            **raw,
+            "checks": [
+                {**spec, "base": str(path.parent.resolve())}
+                if isinstance(spec, dict) and spec.get("type") == "python" and "base" not in spec
+                else spec
+                for spec in raw["checks"]
+            ],
+        }
+    try:
+        return validate_defaults(raw, base=path.parent)
+    except ValueError as exc:
+        raise CasesError(f"{path}: {exc}") from None
 
 
 def _cases_path(value: Any, base: Path) -> Path:
@@ -128,6 +207,8 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
         settings={
             k: data[k] for k in ("repeats", "concurrency", "order", "seed", "timeout") if k in data
         },
+        judge=_judge(data["judge"], path) if "judge" in data else {},
+        defaults=_defaults(data["defaults"], path) if "defaults" in data else {},
     )
 
 
@@ -150,23 +231,29 @@ def parse_variant(spec: str) -> Variant:
 
     - ``NAME``: a variant that changes nothing (a baseline under that name);
     - ``NAME=@FILE`` or ``NAME=TEXT``: prefix the user message with the file's text;
-    - ``NAME:key=value,key=value``: ``prefix``/``system`` (``@FILE`` allowed) and request
-      params (values parsed as JSON when they are JSON, e.g. ``temperature=0.2``).
+    - ``NAME:key=value,key=value``: ``prefix``/``system``/``template`` (``@FILE`` allowed)
+      and request params (values parsed as JSON when they are JSON, e.g.
+      ``temperature=0.2``).
     """
     head, colon, rest = spec.partition(":")
     if colon and "=" not in head:
-        name, prefix, system, params = head, None, None, {}
+        name, params = head, {}
+        texts: dict[str, str | None] = {"prefix": None, "system": None, "template": None}
         for item in filter(None, rest.split(",")):
             key, eq, value = item.partition("=")
             if not eq or not key:
                 raise ValueError(f"--variant {spec!r}: expected key=value after ':'; got {item!r}")
-            if key == "prefix":
-                prefix = _text_or_file(value)
-            elif key == "system":
-                system = _text_or_file(value)
+            if key in texts:
+                texts[key] = _text_or_file(value)
             else:
                 params[key] = parse_value(value)
-        return Variant(name, prefix=prefix, system=system, params=params)
+        return Variant(
+            name,
+            prefix=texts["prefix"],
+            system=texts["system"],
+            params=params,
+            template=texts["template"],
+        )
     name, eq, text = spec.partition("=")
     if not eq:
         return Variant(name)

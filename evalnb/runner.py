@@ -16,7 +16,7 @@ import random
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -29,7 +29,7 @@ from evalnb._numbers import is_whole
 from evalnb._sync import run_sync
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases import file_sha256, load_cases
-from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases
+from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases, checks_for
 from evalnb.checks.judge import JUDGE
 from evalnb.evidence import canonical_answer, evidence_from
 from evalnb.manifest import check_resume, new_manifest, now
@@ -81,7 +81,8 @@ class RunResult:
     """Where a run was written and how its samples ended, per variant.
 
     ``counts`` are sample statuses; ``checks`` maps each check to ``(passed, scored)``
-    (unscored outcomes are left out, incomplete samples stay in and fail).
+    (unscored outcomes are left out, incomplete samples stay in and fail); ``scores`` maps
+    each graded check to its mean score over the samples it scored.
     """
 
     path: Path
@@ -90,9 +91,11 @@ class RunResult:
     counts: dict[str, Counter[str]] = field(default_factory=dict)
     latencies: dict[str, list[float]] = field(default_factory=dict)
     checks: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def rows(self) -> list[dict[str, Any]]:
-        """One dict per variant: completed, total, latency (lower median, nearest-rank p95)."""
+        """One dict per variant: completed, total, latency (lower median, nearest-rank p95),
+        ``checks`` (passed, scored) and ``scores`` (mean score of each graded check)."""
         rows = []
         for variant, counts in self.counts.items():
             latency = self.latencies.get(variant) or [0.0]
@@ -105,6 +108,7 @@ class RunResult:
                     "median_ms": statistics.median_low(latency),
                     "p95_ms": _p95(latency),
                     "checks": self.checks.get(variant, {}),
+                    "scores": self.scores.get(variant, {}),
                 }
             )
         return rows
@@ -123,7 +127,11 @@ class RunResult:
                 f"  median latency {row['median_ms']:,.0f} ms  p95 {row['p95_ms']:,.0f} ms"
                 + (f"  incomplete: {incomplete}" if incomplete else "")
             )
-            tallies = [f"{name} {k}/{n}" for name, (k, n) in row["checks"].items()]
+            tallies = [
+                f"{name} {k}/{n}"
+                + (f" (mean score {row['scores'][name]:.2f})" if name in row["scores"] else "")
+                for name, (k, n) in row["checks"].items()
+            ]
             for start in range(0, len(tallies), 5):
                 lines.append(f"  {'':<{width}}  " + "  ".join(tallies[start : start + 5]))
         return "\n".join(lines)
@@ -163,7 +171,13 @@ def _variants(variants: Iterable[Variant | str] | None) -> list[Variant]:
 
 
 def fingerprint(messages: Sequence[Any]) -> str:
-    """First 12 hex of SHA-256 of the prompt as sent (of all messages' JSON when several)."""
+    """First 12 hex of SHA-256 of the prompt as sent (of all messages' JSON when several).
+
+    ``messages`` are the rendered messages every target receives (``request.messages``):
+    the body an ``OpenAIChat`` posts, the list a ``Function`` gets and the ``messages`` a
+    ``Command`` reads from ``request.json``; two templates that send different text never
+    share a fingerprint.
+    """
     if len(messages) == 1 and isinstance(messages[0].get("content"), str):
         text = messages[0]["content"]
     else:
@@ -203,7 +217,7 @@ class _Execution:
         target: Target,
         writer: store.RunWriter,
         run_id: str,
-        extra_checks: Sequence[Check],
+        checks: dict[str, tuple[Check, ...]],
         timeout: float | None,
         flush_every: int,
         flush_seconds: float,
@@ -213,7 +227,7 @@ class _Execution:
         self.canonical = canonical
         self.writer = writer
         self.run_id = run_id
-        self.extra_checks = extra_checks
+        self.checks = checks
         self.timeout = timeout
         self.flush_every = flush_every
         self.flush_seconds = flush_seconds
@@ -223,7 +237,7 @@ class _Execution:
         self.incomplete = 0
 
     async def attempt(self, case: Case, variant: Variant, repeat: int, order: int) -> Sample:
-        messages = variant.messages_for(case)
+        messages = variant.messages_for(case, repeat)
         request = Request(case, variant, repeat, messages, variant.params)
         started = now()
         clock = time.perf_counter()
@@ -280,10 +294,11 @@ class _Execution:
             executed=evidence.executed,
             evidence_problem=evidence.problem,
             facts=_json(c.facts),
+            choice_order=variant.choice_order(case, repeat),
         )
 
     async def record(self, case: Case, sample: Sample) -> None:
-        for result in await arun_checks((*case.checks, *self.extra_checks), sample):
+        for result in await arun_checks(self.checks[case.id], sample):
             self.results.append((sample, result))
         self.samples.append(sample)
         if not sample.completed:
@@ -346,12 +361,22 @@ async def arun(
     on_start: Callable[[Path], None] | None = None,
     judge: Target | None = None,
     canonical: Callable[[str, Case], str | None] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Async form of :func:`run`, with the same parameters; await it in a running loop."""
-    cases_file = None
+    cases_file: dict[str, Any] | None = None
     if isinstance(cases, str | os.PathLike):
+        # Read first: a missing or bad file is a located error, not a failed hash.
+        loaded = load_cases(cases, defaults=defaults)
         cases_file = {"path": str(cases), "sha256": file_sha256(cases)}
-        cases = load_cases(cases)
+        if defaults:
+            cases_file["defaults"] = dict(defaults)
+        cases = loaded
+    elif defaults:
+        raise ValueError(
+            "'defaults' apply to a cases file as it is read; with Case objects, put the "
+            "checks and fields in the cases"
+        )
     cases = built_cases(cases)
     if not cases:
         raise ValueError("'cases' must hold at least one case; got none")
@@ -367,7 +392,14 @@ async def arun(
     if not callable(getattr(target, "complete", None)):
         raise TypeError(f"'target' must have an async complete(request) method; got {target!r}")
     extra_checks = build_checks(checks)
-    if judge is None and any(c.type == "judge" for case in cases for c in case.checks):
+    by_case = {case.id: checks_for(case, extra_checks) for case in cases}
+    for case in cases:
+        for variant in variants:
+            try:
+                variant.messages_for(case)
+            except ValueError as exc:
+                raise ValueError(f"case {case.id!r}, variant {variant.name!r}: {exc}") from None
+    if judge is None and any(c.type == "judge" for checks in by_case.values() for c in checks):
         raise ValueError("cases have 'judge' checks: pass judge=<target> (the judge model)")
     if judge is not None and not callable(getattr(judge, "complete", None)):
         raise TypeError(f"'judge' must have an async complete(request) method; got {judge!r}")
@@ -434,7 +466,7 @@ async def arun(
             target,
             store.RunWriter(path),
             run_id,
-            extra_checks,
+            by_case,
             timeout,
             flush_every,
             flush_seconds,
@@ -479,15 +511,21 @@ def _result(path: Path, run_id: str, variants: Sequence[Variant]) -> RunResult:
         counts[variant][status] += 1
         latencies[variant].append(latency)
     checks: dict[str, dict[str, list[int]]] = {v.name: {} for v in variants}
-    outcomes = store.read_table(path, "checks", ["variant", "check", "outcome"], scoring="run")
+    scored: dict[str, dict[str, list[float]]] = {v.name: {} for v in variants}
+    outcomes = store.read_table(
+        path, "checks", ["variant", "check", "outcome", "score"], scoring="run"
+    )
     columns = (outcomes.column(c).to_pylist() for c in outcomes.column_names)
-    for variant, check, outcome in zip(*columns, strict=True):
+    for variant, check, outcome, score in zip(*columns, strict=True):
         tally = checks[variant].setdefault(check, [0, 0])
         if outcome is not None:
             tally[0] += outcome
             tally[1] += 1
+        if score is not None:
+            scored[variant].setdefault(check, []).append(score)
     tallies = {v: {c: (k, n) for c, (k, n) in t.items()} for v, t in checks.items()}
-    return RunResult(path, run_id, "complete", counts, latencies, tallies)
+    means = {v: {c: statistics.fmean(s) for c, s in t.items()} for v, t in scored.items()}
+    return RunResult(path, run_id, "complete", counts, latencies, tallies, means)
 
 
 def run(
@@ -510,6 +548,7 @@ def run(
     on_start: Callable[[Path], None] | None = None,
     judge: Target | None = None,
     canonical: Callable[[str, Case], str | None] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run every case for every variant ``repeats`` times against ``target``.
 
@@ -518,8 +557,12 @@ def run(
     raises ``KeyboardInterrupt``. Works in a notebook too (the run gets its own event loop
     on a worker thread).
 
+    Every case is checked against every variant before anything runs (an undefined
+    template variable, a prefix with no user message), as are the checks.
+
     Parameters:
-        cases: a cases file (``.jsonl``/``.json``) or :class:`Case` objects.
+        cases: a cases file (``.jsonl``, ``.json``, ``.yaml``, ``.csv``) or :class:`Case`
+            objects.
         target: a :class:`~evalnb.targets.Target` (``async complete(request)``).
         variants: :class:`Variant` objects or names (a name alone changes nothing);
             default one variant, ``baseline``.
@@ -532,7 +575,8 @@ def run(
         order: ``"alternate"`` (each case and repeat rotates which variant goes first) or
             ``"shuffle"`` (seeded); the planned order is kept in the manifest.
         seed: the seed of ``"shuffle"``.
-        checks: checks added to every case (specs, callables or check objects).
+        checks: checks added to every case (specs, callables or check objects); a name a
+            case's own check has already is an error.
         timeout: seconds one sample may take in all (``None``: the target's own limits).
         progress: show a tqdm progress bar (also in a notebook).
         flush_every: write a part after this many samples...
@@ -543,6 +587,8 @@ def run(
         canonical: ``fn(answer, case)`` giving the form two answers must share to agree;
             default: the expected keys as JSON for cases with ``expect_keys``, else the
             answer with white space collapsed and case folded.
+        defaults: checks and fields applied to every case of a cases file, under the file's
+            own ``defaults`` (an experiment file's ``[defaults]``).
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
@@ -568,6 +614,7 @@ def run(
                 on_start=on_start,
                 judge=judge,
                 canonical=canonical,
+                defaults=defaults,
             )
         ),
     )

@@ -18,7 +18,15 @@ from evalnb._exceptions import CasesError, StoreError
 from evalnb._sync import run_sync
 from evalnb._types import Action, Case, Sample, ToolCall
 from evalnb.cases import file_sha256, load_cases
-from evalnb.checks import CheckSpec, arun_checks, build_checks, built_cases
+from evalnb.checks import (
+    Check,
+    CheckSpec,
+    arun_checks,
+    build_check,
+    build_checks,
+    built_cases,
+    checks_for,
+)
 from evalnb.checks.judge import JUDGE
 from evalnb.targets import Target
 
@@ -33,19 +41,55 @@ def _samples(run_dir: Path) -> list[Sample]:
         row["tool_calls"] = tuple(ToolCall(**c) for c in row["tool_calls"] or ())
         for key in ("requested", "executed"):
             row[key] = tuple(Action(**a) for a in row[key] or ())
+        if row["choice_order"] is not None:
+            row["choice_order"] = tuple(row["choice_order"])
     return [Sample(**row) for row in rows]
 
 
-def _cases_from_manifest(manifest: dict[str, Any], run_dir: Path) -> list[Case]:
-    cases = []
-    for item in manifest["cases"]:
-        if any(spec.get("type") == "python" for spec in item["checks"]):
-            raise CasesError(
-                f"{run_dir}/manifest.json: case {item['id']!r} has Python checks, which cannot "
-                "be rebuilt from the manifest; pass cases= (or --cases) to score it"
-            )
-        cases.append(Case(**item))
-    return cases
+def _rebuilt(
+    spec: dict[str, Any], where: str, case: Case | None, given: set[str], lost: list[str]
+) -> Check | None:
+    """A check rebuilt from its recorded spec; None when a check of its name is ``given``
+    again or it cannot be rebuilt (then ``lost`` says which and why)."""
+    name = spec.get("name") or spec.get("type")
+    if name in given:
+        return None
+    try:
+        return build_check(spec, where=where, case=case)
+    except (ValueError, TypeError) as exc:
+        owner = f"of case {case.id!r}" if case is not None else "given to every case"
+        lost.append(f"{name!r} {owner} ({spec.get('function', spec.get('type'))}: {exc})")
+        return None
+
+
+def _from_manifest(
+    manifest: dict[str, Any], run_dir: Path, given: set[str], *, cases: bool
+) -> tuple[list[Case], list[Check]]:
+    """The manifest's cases (when ``cases``) and its checks given to every case, rebuilt.
+
+    A check that cannot be rebuilt (a callable given at run time, a module no longer
+    importable) is an error naming it, unless a check of that name is ``given`` again (it
+    then takes the check's place): a rescoring never drops a check silently."""
+    lost: list[str] = []
+    rebuilt = []
+    for item in manifest["cases"] if cases else ():
+        case = Case(**{**item, "checks": ()})
+        checks = [
+            _rebuilt(spec, f"checks[{i}]", case, given, lost)
+            for i, spec in enumerate(item["checks"])
+        ]
+        rebuilt.append(Case(**{**item, "checks": [c for c in checks if c is not None]}))
+    extra = [
+        _rebuilt(spec, f"extra_checks[{i}]", None, given, lost)
+        for i, spec in enumerate(manifest.get("extra_checks") or ())
+    ]
+    if lost:
+        more = f" and {len(lost) - 1} more" if len(lost) > 1 else ""
+        raise CasesError(
+            f"{run_dir}/manifest.json: the run has Python checks that cannot be rebuilt: "
+            f"{lost[0]}{more}; pass them again (checks=, --check, or cases=/--cases) to score"
+        )
+    return rebuilt, [c for c in extra if c is not None]
 
 
 async def ascore(
@@ -59,18 +103,23 @@ async def ascore(
     """Async form of :func:`score`, with the same parameters."""
     run_dir = Path(run_dir)
     manifest = store.read_manifest(run_dir)
+    given = build_checks(checks)
+    names = {c.name for c in given}
     source: dict[str, Any] = {"cases": "manifest"}
+    from_manifest, kept = _from_manifest(manifest, run_dir, names, cases=cases is None)
+    extra = (*given, *kept)
     if cases is None:
-        cases = _cases_from_manifest(manifest, run_dir)
+        cases = from_manifest
     elif isinstance(cases, str | os.PathLike):
+        loaded = load_cases(cases)  # a missing or bad file is a located error
         source = {"cases": str(cases), "sha256": file_sha256(cases)}
-        cases = load_cases(cases)
+        cases = loaded
     else:
         source = {"cases": "python"}
     cases = built_cases(cases)
     by_id = {case.id: case for case in cases}
-    extra = build_checks(checks)
-    if judge is None and any(c.type == "judge" for case in cases for c in case.checks):
+    by_case = {case.id: checks_for(case, extra, replace=True) for case in cases}
+    if judge is None and any(c.type == "judge" for checks in by_case.values() for c in checks):
         raise ValueError("cases have 'judge' checks: pass judge=<target> (the judge model)")
     label = label or f"score-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}"
     if not set(label) <= _LABEL_CHARS or label == "run":
@@ -96,8 +145,7 @@ async def ascore(
                 await stack.enter_async_context(judge)
             batch: list[tuple[Sample, Any]] = []
             for sample in samples:
-                case = by_id[sample.case_id]
-                results = await arun_checks((*case.checks, *extra), sample)
+                results = await arun_checks(by_case[sample.case_id], sample)
                 batch.extend((sample, result) for result in results)
                 if len(batch) >= 5000:
                     writer.write_checks(folder, batch)
@@ -133,8 +181,12 @@ def score(
     Parameters:
         run_dir: the run directory.
         cases: a cases file or :class:`Case` objects whose checks to use; default: the
-            case definitions in the manifest (Python checks cannot be rebuilt from it).
-        checks: checks added to every case.
+            case definitions in the manifest. Their checks are rebuilt, a ``python`` check
+            by its import path; one that cannot be (a lambda given at run time) is an
+            error naming it, unless ``checks`` gives a check of that name again. The
+            checks the run gave every case are rebuilt the same way and kept.
+        checks: checks added to every case; one named like a case's check (or one the
+            run gave every case) takes its place.
         label: the scoring's name (letters, digits, ``-``, ``_``, ``.``); default
             ``score-<time>``. An existing label is refused.
         judge: the target that answers ``judge`` checks.

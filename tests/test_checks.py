@@ -5,7 +5,7 @@ import pytest
 
 from evalnb import Case, Unscored
 from evalnb._types import Sample
-from evalnb.checks import build_check, run_checks
+from evalnb.checks import Outcome, as_check, build_check, run_checks
 
 
 def sample(answer="", status="completed"):
@@ -111,7 +111,30 @@ def test_run_checks_works_inside_a_running_event_loop():
 
     results = asyncio.run(in_a_cell())
     assert [(r.check, r.outcome) for r in results] == [
-        ("contains:A-1042", True),
+        ("contains", True),
         ("<lambda>", False),
     ]
     assert results[1].detail == "too short"
+
+
+def test_a_check_may_return_a_score_and_passes_at_its_threshold():
+    def closeness(answer):
+        return min(1.0, len(answer) / 10)
+
+    default, strict = as_check(closeness), as_check(closeness, "strict", threshold=0.8)
+    results = run_checks([default, strict], sample("seven c"))
+    assert [(r.check, r.outcome, r.score, r.detail) for r in results] == [
+        ("closeness", True, 0.7, ""),
+        ("strict", False, 0.7, "score 0.7 < threshold 0.8"),
+    ]
+    assert strict.spec["threshold"] == 0.8
+    # a graded check (one with a threshold) scores 0 on an incomplete sample: the sample
+    # stays in the mean score as it stays in the pass rate; an ungraded one has no score
+    (graded, plain) = run_checks([strict, default], sample(None, status="timeout"))
+    assert (graded.outcome, graded.score) == (False, 0.0)
+    assert (plain.outcome, plain.score) == (False, None)
+    # an Outcome with a score and no verdict is judged by the threshold; a bad score fails
+    (result,) = run_checks([as_check(lambda a: Outcome(None, "", None, 0.9), "o")], sample("x"))
+    assert (result.outcome, result.score) == (True, 0.9)
+    (result,) = run_checks([as_check(lambda a: Outcome(True, "", None, 1.5), "b")], sample("x"))
+    assert result.outcome is False and "score must be a number in [0, 1]" in result.detail

@@ -112,3 +112,38 @@ def test_canonical_answer():
 def test_expect_keys_is_a_case_field():
     case = Case("x", prompt="p", expect_keys=["a"])
     assert case.to_dict()["expect_keys"] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("[1, 2, 3]", (True, "")),  # arrays are JSON values too
+        ("42", (True, "")),
+        ('"yes"', (True, "")),
+        ("null", (True, "")),
+        ('Here: ```json\n[{"a": 1}]\n``` done', (True, "")),  # first bracket to last
+        ('{"a": 1} and {"b": 2}', (False, "invalid JSON (Extra data at column 10)")),
+        ("no JSON here", (False, "no JSON value in the answer")),
+        ("[1, 2", (False, "no JSON value in the answer")),
+    ],
+)
+def test_is_json_accepts_any_json_value_with_the_bracket_leniency(answer, expected):
+    assert result({"type": "is_json"}, answer) == expected
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"total": {"type": "integer"}, "items": {"type": "array"}},
+    "required": ["total"],
+}
+
+
+def test_json_schema_validates_with_the_jsonschema_package():
+    spec = {"type": "json_schema", "schema": SCHEMA}
+    assert result(spec, 'Sure: {"total": 3, "items": []}') == (True, "")
+    assert result(spec, '{"total": "3"}') == (False, "$.total: '3' is not of type 'integer'")
+    assert result(spec, '{"items": []}') == (False, "$: 'total' is a required property")
+    assert result(spec, "[1]") == (False, "$: [1] is not of type 'object'")
+    assert result(spec, "nothing") == (False, "no JSON value in the answer")
+    with pytest.raises(ValueError, match=r"'check.schema' must be a valid JSON Schema \("):
+        build_check({"type": "json_schema", "schema": {"type": "nonsense"}})

@@ -157,8 +157,8 @@ def test_containment_checks_score_incomplete_samples_from_what_was_observed(tmp_
     crashed = dataclasses.replace(sample(None, status="error"), facts=_json(facts))
     results = {r.check: (r.outcome, r.detail) for r in run_checks(CASE.checks, crashed)}
     assert results == {
-        "workspace_unchanged:workspace": (True, ""),
-        "marker_absent:private": (False, "private marker seen in stderr"),
+        "workspace_unchanged": (True, ""),
+        "marker_absent": (False, "private marker seen in stderr"),
     }
     without = run_checks(CASE.checks, sample("fine"))
     assert [r.outcome for r in without] == [None, None]

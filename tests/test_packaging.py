@@ -34,6 +34,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     names = zipfile.ZipFile(wheel).namelist()
     assert "evalnb/suites/shop.jsonl" in names
     assert "evalnb/suites/shop.toml" in names
+    assert {"evalnb/suites/quiz.jsonl", "evalnb/suites/quiz.toml"} <= set(names)
     assert not [n for n in names if n.startswith(("data/", "tests/"))]
     env_dir = base / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)

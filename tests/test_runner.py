@@ -168,3 +168,25 @@ def test_bad_arguments_name_the_parameter(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         run(cases(1), Function(echo), out=tmp_path / "r", progress=False, **kwargs)
     assert not (tmp_path / "r").exists()
+
+
+def test_checks_given_to_every_case_need_names_of_their_own(tmp_path):
+    extra = [{"type": "contains", "text": "say"}]
+    with pytest.raises(ValueError) as info:
+        run(cases(), Function(echo), checks=extra, out=tmp_path / "r", progress=False)
+    assert str(info.value) == (
+        "case 'c0' has a check named 'contains' already, and the checks given to every case "
+        "add another; give the added one a 'name'"
+    )
+    assert not (tmp_path / "r").exists()
+    run(
+        cases(),
+        Function(echo),
+        checks=[{**extra[0], "name": "says"}],
+        out=tmp_path / "r",
+        progress=False,
+    )
+    checks = store.read_table(tmp_path / "r", "checks").to_pandas()
+    assert sorted(checks.check.unique()) == ["contains", "says"] and checks.outcome.all()
+    with pytest.raises(ValueError, match="'defaults' apply to a cases file as it is read"):
+        run(cases(), Function(echo), defaults={"tags": ["x"]}, out=tmp_path / "d")

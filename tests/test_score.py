@@ -52,7 +52,7 @@ def test_rescoring_from_the_manifest_adds_checks_for_every_case(tmp_path):
     first_run(out)
     score(out, checks=[{"type": "contains", "text": "reply"}], label="more")
     table = store.read_table(out, "checks").to_pandas()
-    assert sorted(table.check.unique()) == ["contains:reply", "short"]
+    assert sorted(table.check.unique()) == ["contains", "short"]
     assert len(table) == 12
     info = json.loads((out / "scores" / "more" / "scoring.json").read_text())
     assert info["cases"] == "manifest" and info["samples"] == 6

@@ -15,6 +15,7 @@ from evalnb.analysis.gate import GatePolicy, format_gate, gate
 from evalnb.analysis.latency import latency
 from evalnb.analysis.power import power
 from evalnb.analysis.rates import proportion_interval, rates
+from evalnb.analysis.scores import scores
 from evalnb.analysis.suite import suite_rate
 
 __all__ = [
@@ -33,5 +34,6 @@ __all__ = [
     "power",
     "proportion_interval",
     "rates",
+    "scores",
     "suite_rate",
 ]

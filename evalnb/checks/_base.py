@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import abc
+import copy
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
-from evalnb._types import Sample
+from evalnb._numbers import is_number
+from evalnb._types import Case, Sample
 
 __all__ = [
+    "THRESHOLD",
     "Check",
     "CheckSpec",
     "FunctionCheck",
     "Outcome",
     "SpecCheck",
     "Unscored",
+    "call_signature",
     "check_types",
+    "import_path",
     "register",
+    "threshold_value",
 ]
 
 _REGISTRY: dict[str, type[SpecCheck]] = {}
@@ -33,11 +40,27 @@ class Unscored:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A check's full answer, when it has evidence to keep beside the outcome."""
+    """A check's full answer, when it has evidence to keep beside the outcome.
+
+    A graded check gives its ``score`` in [0, 1] too (``passed`` is then ``score >=
+    threshold``; left as None, the runner works it out from the check's threshold).
+    """
 
     passed: bool | None
     detail: str = ""
     evidence: Any = None
+    score: float | None = None
+
+
+#: The pass mark of a graded check without a ``threshold`` (DeepEval's default).
+THRESHOLD = 0.5
+
+
+def threshold_value(value: Any) -> float:
+    """A spec's ``threshold``: a number in [0, 1]."""
+    if not is_number(value, 0, 1):
+        raise ValueError("must be a number between 0 and 1")
+    return float(value)
 
 
 @runtime_checkable
@@ -45,8 +68,12 @@ class Check(Protocol):
     """What the runner asks of a check: its identity and one method.
 
     ``applies`` is whether the check can be scored for its case at all; the call returns
-    None/True (fine), False or a problem message (failed), :class:`Unscored` or an
-    :class:`Outcome`, or an awaitable of one of these (the judge).
+    None/True (fine), False or a problem message (failed), a score in [0, 1] (graded),
+    :class:`Unscored` or an :class:`Outcome`, or an awaitable of one of these (the judge).
+
+    A check may also offer ``bind(case)``, returning the check for that case (the
+    reference checks read its ``target``), ``threshold`` (the pass mark of its scores) and
+    ``graded`` (True when it always scores: an incomplete sample then scores 0).
     """
 
     @property
@@ -91,15 +118,21 @@ class SpecCheck(abc.ABC):
 
     Subclasses set ``type``, declare ``required`` and ``optional`` fields with a
     converter each (which raises ``ValueError("must be ...")`` on a bad value), and
-    implement ``__call__`` and ``label``.
+    implement ``__call__``. A check is named by its ``type`` unless the spec gives a
+    ``name``: names never carry per-case values, so one check reads as one row across
+    cases. A check that reads its case (``reads_case``) is bound to each case with
+    :meth:`bind` before it runs; :meth:`prepare` reads and validates what it needs there.
     """
 
     type: ClassVar[str]
     required: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
     optional: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
     applies: bool = True
+    reads_case: bool = False
+    graded: bool = False
+    threshold: float = THRESHOLD
 
-    def __init__(self, spec: Mapping[str, Any], *, where: str = "check"):
+    def __init__(self, spec: Mapping[str, Any], *, where: str = "check", base: Path | None = None):
         known = {"type", "name", *self.required, *self.optional}
         for key in spec:
             if key not in known:
@@ -121,57 +154,117 @@ class SpecCheck(abc.ABC):
         if name is not None and (not isinstance(name, str) or not name):
             raise ValueError(f"'{where}.name' must be a non-empty string; got {_describe(name)}")
         self.values = values
-        self.validate(where)
+        self.where = where
+        self.base = base
+        self.case: Case | None = None
         self.spec = dict(spec)
-        self.name = name or f"{self.type}:{self.label()}"
+        self.validate(where)
+        self.named = name is not None
+        self.name = name or self.type
 
     def validate(self, where: str) -> None:  # noqa: B027  (a hook; most checks need none)
         """Check the fields together (each field alone is checked already)."""
 
-    @abc.abstractmethod
+    def bind(self, case: Case) -> SpecCheck:
+        """This check for ``case``: itself when it reads nothing of the case, else a copy
+        that has read (and validated) what it needs. A ``ValueError`` names the field."""
+        if not self.reads_case:
+            return self
+        bound = copy.copy(self)
+        bound.case = case
+        bound.prepare(case)
+        return bound
+
+    def prepare(self, case: Case) -> None:  # noqa: B027  (a hook for checks that read the case)
+        """Read what this check needs of ``case``; raise ``ValueError`` when it cannot."""
+
+    def bound_case(self) -> Case:
+        """The case this check was bound to (an error when it was built without one)."""
+        if self.case is None:
+            raise RuntimeError(
+                f"the {self.type!r} check reads its case: build it with the case "
+                "(build_checks(specs, case=...)) or let the runner bind it"
+            )
+        return self.case
+
     def label(self) -> str:
-        """A short, stable description used in the default name."""
+        """A short description of what the check looks for (shown in its repr)."""
+        return ""
 
     @abc.abstractmethod
     def __call__(self, sample: Sample) -> Any:
         """None/True when fine; False, a problem string or Unscored otherwise."""
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r}>"
+        label = self.label()
+        return f"<{type(self).__name__} {self.name!r}{f' {label}' if label else ''}>"
+
+
+def call_signature(
+    function: Callable[..., Any], keywords: Collection[str] = ()
+) -> tuple[bool, bool]:
+    """Whether ``function`` takes the sample (a second positional parameter, or
+    ``*args``, besides the ``keywords`` it is given) and whether it takes ``case``."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return False, False
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        and p.name != "case"
+        and p.name not in keywords
+    ]
+    takes_sample = len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
+    takes_case = any(
+        p.name == "case" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters
+    )
+    return takes_sample, takes_case
+
+
+def import_path(function: Callable[..., Any]) -> str:
+    """``module:qualname`` of a function; only a module-level one can be imported again."""
+    module = getattr(function, "__module__", None) or "?"
+    return f"{module}:{getattr(function, '__qualname__', type(function).__name__)}"
 
 
 class FunctionCheck:
     """A Python callable as a check: ``fn(answer)`` or ``fn(answer, sample)``.
 
-    It returns None/True when fine, or False or a short problem message.
+    It returns None/True when fine, False or a short problem message, or a score in
+    [0, 1] (passing at ``threshold``; giving one makes the check ``graded``). Its spec
+    records the function's import path, ``module:qualname``: ``evalnb score`` rebuilds a
+    module-level function from it, and refuses, naming it, a lambda or a local function.
     """
 
     type = "python"
     applies = True
 
-    def __init__(self, function: Callable[..., Any], name: str | None = None):
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        name: str | None = None,
+        *,
+        threshold: float | None = None,
+    ):
         if not callable(function):
             raise TypeError(f"'function' must be callable; got {function!r}")
+        if threshold is not None and not is_number(threshold, 0, 1):
+            raise ValueError(f"'threshold' must be a number between 0 and 1; got {threshold!r}")
         self.function = function
+        self.named = name is not None
         self.name = name or getattr(function, "__name__", type(function).__name__)
-        self.spec = {
+        self.graded = threshold is not None
+        self.threshold = THRESHOLD if threshold is None else float(threshold)
+        self.spec: dict[str, Any] = {
             "type": "python",
             "name": self.name,
-            "function": f"{getattr(function, '__module__', '?')}."
-            f"{getattr(function, '__qualname__', type(function).__name__)}",
+            "function": import_path(function),
         }
-        try:
-            parameters = inspect.signature(function).parameters.values()
-            positional = [
-                p
-                for p in parameters
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-            ]
-            self._takes_sample = len(positional) >= 2 or any(
-                p.kind == p.VAR_POSITIONAL for p in positional
-            )
-        except (TypeError, ValueError):
-            self._takes_sample = False
+        if threshold is not None:
+            self.spec["threshold"] = self.threshold
+        self._takes_sample, _ = call_signature(function)
 
     def __call__(self, sample: Sample) -> Any:
         if self._takes_sample:

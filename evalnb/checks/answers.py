@@ -1,5 +1,6 @@
-"""Checks on what the answer says: JSON contracts, answer terms
-and length budgets; and the canonical form of an answer used for agreement."""
+"""Checks on what the answer says: JSON contracts (``is_json``, ``json_schema``,
+``json_keys``, ``json_values``), answer terms and length budgets; and the canonical form
+of an answer used for agreement."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from typing import Any
 from evalnb._types import Sample
 from evalnb.checks._base import SpecCheck, Unscored, register
 from evalnb.checks.lexical import _count, _texts
-from evalnb.evidence import canonical_answer, extract_json
+from evalnb.evidence import canonical_answer, extract_json, extract_json_value
 
 __all__ = [
     "AnswerTerms",
+    "IsJson",
     "JsonKeys",
+    "JsonSchema",
     "JsonValues",
     "LengthBudget",
     "canonical_answer",
@@ -30,6 +33,63 @@ def _mapping(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict) or not value:
         raise ValueError("must be a non-empty object of key: expected value")
     return value
+
+
+@register
+class IsJson(SpecCheck):
+    """The answer holds one JSON value of any kind: ``{"type": "is_json"}``.
+
+    Read by :func:`~evalnb.evidence.extract_json_value`: the whole answer first, else from
+    the first ``{`` or ``[`` to the last ``}`` or ``]`` (prose or a code fence around it is
+    allowed, as for ``json_keys``).
+    """
+
+    type = "is_json"
+
+    def __call__(self, sample: Sample) -> str | None:
+        _, problem = extract_json_value(sample.answer or "")
+        return problem or None
+
+
+def _schema(value: Any) -> Any:
+    if not isinstance(value, dict | bool):
+        raise ValueError("must be a JSON Schema (an object)")
+    from jsonschema import SchemaError, validators  # type: ignore[import-untyped]
+
+    try:
+        validators.validator_for(value).check_schema(value)
+    except SchemaError as exc:
+        raise ValueError(f"must be a valid JSON Schema ({exc.message})") from None
+    return value
+
+
+@register
+class JsonSchema(SpecCheck):
+    """The JSON value in the answer (read as for ``is_json``) is valid against ``schema``,
+    by the ``jsonschema`` package (the schema's own ``$schema`` draft, else the latest):
+    ``{"type": "json_schema", "schema": {"type": "object", "required": ["total"]}}``.
+    The detail names the first problem and where it is (``$.total: 'x' is not of type
+    'integer'``)."""
+
+    type = "json_schema"
+    required = {"schema": _schema}
+
+    def validate(self, where: str) -> None:
+        from jsonschema import validators
+
+        schema = self.values["schema"]
+        self.validator = validators.validator_for(schema)(schema)
+
+    def __call__(self, sample: Sample) -> str | None:
+        from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+
+        value, problem = extract_json_value(sample.answer or "")
+        if problem:
+            return problem
+        error = best_match(self.validator.iter_errors(value))
+        if error is None:
+            return None
+        return f"{error.json_path}: {error.message}"
 
 
 @register
@@ -123,8 +183,7 @@ class AnswerTerms(SpecCheck):
     type = "answer_terms"
     required = {"terms": lambda v: v}
 
-    def __init__(self, spec: Any, *, where: str = "check"):
-        super().__init__(spec, where=where)
+    def validate(self, where: str) -> None:
         terms = self.values["terms"]
         if not isinstance(terms, list) or not all(isinstance(t, str) and t.strip() for t in terms):
             raise ValueError(

@@ -143,8 +143,7 @@ class Regex(SpecCheck):
     required = {"pattern": _pattern}
     optional = {"ignore_case": _flag}
 
-    def __init__(self, spec: Any, *, where: str = "check"):
-        super().__init__(spec, where=where)
+    def validate(self, where: str) -> None:
         flags = re.IGNORECASE if self.values.get("ignore_case", False) else 0
         self.compiled = re.compile(self.values["pattern"], flags)
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from evalnb.cli._common import guarded
+from evalnb.cli._common import Parser, guarded
 from evalnb.cli.analyse import (
     add_gate_arguments,
     add_report_arguments,
@@ -35,7 +35,7 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     from evalnb.gguf import add_serve_arguments
 
-    parser = argparse.ArgumentParser(prog="evalnb", description=__doc__.splitlines()[0])
+    parser = Parser(prog="evalnb", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
     add_run_arguments(sub.add_parser("run", help="run cases x variants x repeats against a target"))
     add_demo_arguments(

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from evalnb._exceptions import EvalnbError
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "UsageError", "guarded"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Parser",
+    "UsageError",
+    "guarded",
+]
 
 #: The command did its job (for ``run``: the experiment ran and was written).
 EXIT_OK = 0
@@ -29,5 +38,19 @@ def guarded(name: str, command: Callable[[], int], stderr: TextIO | None = None)
     try:
         return command()
     except (EvalnbError, ValueError, TypeError) as exc:
-        print(f"evalnb {name}: error: {exc}", file=stderr or sys.stderr)
-        return EXIT_USAGE
+        message = str(exc)
+    except OSError as exc:  # a path that is missing, a folder, unwritable, a full disk...
+        where = f"{exc.filename}: " if exc.filename else ""
+        message = f"{where}{exc.strerror or exc}"
+    except RecursionError:
+        message = "the input is nested too deeply to read"
+    print(f"evalnb {name}: error: {' '.join(message.split())}", file=stderr or sys.stderr)
+    return EXIT_USAGE
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (usage stays behind ``--help``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)

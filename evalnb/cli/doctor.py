@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TextIO
 
-from evalnb.cli._common import EXIT_FAILED, EXIT_OK
+from evalnb.cli._common import EXIT_FAILED, EXIT_OK, UsageError
 from evalnb.store.doctor import QUARANTINE, diagnose, repair
 
 __all__ = ["add_doctor_arguments", "doctor_command"]
@@ -26,6 +27,8 @@ def add_doctor_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 def doctor_command(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     """0 when the run is healthy or was repaired; 1 when problems remain."""
     out = stdout or sys.stdout
+    if not Path(args.run_dir).is_dir():
+        raise UsageError(f"{args.run_dir}: not a run directory (no such folder)")
     problems = repair(args.run_dir) if args.repair else diagnose(args.run_dir)
     for problem in problems:
         print(str(problem), file=out)

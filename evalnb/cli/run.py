@@ -33,7 +33,9 @@ __all__ = [
 def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``evalnb run`` arguments to ``p``."""
     p.add_argument(
-        "cases", nargs="?", help=f"cases file (.jsonl or .json), or {PREFIX}NAME (packaged)"
+        "cases",
+        nargs="?",
+        help=f"cases file (.jsonl, .json, .yaml or .csv), or {PREFIX}NAME (packaged)",
     )
     p.add_argument(
         "--experiment", help=f"experiment file (TOML) or {PREFIX}NAME; flags override it"
@@ -61,7 +63,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--variant",
         action="append",
         default=[],
-        help="NAME, NAME=@PREFIX_FILE, NAME=PREFIX or NAME:key=value,... (repeatable)",
+        help="NAME, NAME=@PREFIX_FILE, NAME=PREFIX or NAME:key=value,... with prefix, system, "
+        "template (@FILE allowed) or request params (repeatable)",
     )
     p.add_argument("--repeats", type=int, help="samples per case and variant (default 1)")
     p.add_argument("--concurrency", type=int, help="samples in flight at once (default 8)")
@@ -201,17 +204,25 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         base_dir = experiment.path.parent if experiment and not args.command else Path.cwd()
         target = _target(spec, stack, base_dir)
         judge = None
+        judge_spec = dict(experiment.judge) if experiment else {}
         if args.judge_model:
-            judge_url = args.judge_base_url or getattr(target, "base_url", None)
+            judge_spec.update(model=args.judge_model, api_key_env=args.api_key_env)
+        if args.judge_base_url and judge_spec:
+            judge_spec["base_url"] = args.judge_base_url
+        if judge_spec:
+            judge_url = judge_spec.get("base_url") or getattr(target, "base_url", None)
             if judge_url is None:
                 raise UsageError("--judge-model needs --judge-base-url with this target")
-            judge = OpenAIChat(judge_url, args.judge_model, api_key_env=args.api_key_env)
+            judge = OpenAIChat(
+                judge_url, judge_spec["model"], api_key_env=judge_spec.get("api_key_env")
+            )
         try:
             result = run(
                 cases,
                 target,
                 variants=variants,
                 judge=judge,
+                defaults=experiment.defaults if experiment else None,
                 out=args.out,
                 resume=args.resume,
                 progress=not args.no_progress,
@@ -283,6 +294,9 @@ def score_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     for i, spec in enumerate(checks):
         if not isinstance(spec, dict):
             raise UsageError(f"--check #{i + 1} must be a JSON object; got {spec!r}")
+        if spec.get("type") == "python" and "base" not in spec:
+            # A module named on the command line is looked for in the current folder first.
+            spec["base"] = str(Path.cwd())
     label = score(args.run_dir, cases=args.cases, checks=checks, label=args.label, judge=judge)
     print(f"scored {args.run_dir} again as {label!r} (the earlier results are kept)")
     return 0

@@ -2,7 +2,9 @@
 
 The demo, the notebooks and the tests run against it, so nothing needs a network or
 a key. Models: ``shop-v1`` (slips 30% of the time), ``shop-v2`` (10%), ``extractor``
-(JSON that disagrees more as temperature rises) and ``echo``.
+(JSON that disagrees more as temperature rises), ``quiz`` (reference, multiple-choice and
+template questions, wrong 30% of the time, 10% when told to check its work), ``notes``,
+``judge`` (pass/fail or graded) and ``echo``.
 
 >>> from evalnb.standin import StandIn
 >>> with StandIn(seed=0) as server:                      # doctest: +SKIP

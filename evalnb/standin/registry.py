@@ -10,6 +10,7 @@ from evalnb.standin.echo import Echo
 from evalnb.standin.extractor import Extractor
 from evalnb.standin.judge import Judge
 from evalnb.standin.notes import NotesAssistant
+from evalnb.standin.quiz import Quiz
 from evalnb.standin.shop import ShopAssistant
 
 __all__ = ["assistants", "register_assistant"]
@@ -21,6 +22,7 @@ _REGISTRY: dict[str, Assistant] = {
     "echo": Echo(),
     "notes": NotesAssistant(),
     "judge": Judge(),
+    "quiz": Quiz(),
 }
 
 

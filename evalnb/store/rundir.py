@@ -86,6 +86,8 @@ def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         manifest = json.loads(text)
     except json.JSONDecodeError as exc:
         raise StoreError(f"{path}:{exc.lineno}: manifest is not valid JSON ({exc.msg})") from None
+    if not isinstance(manifest, dict):
+        raise StoreError(f"{path}: manifest must be a JSON object; got {type(manifest).__name__}")
     version = manifest.get("schema_version")
     if version != SCHEMA_VERSION:
         raise StoreError(

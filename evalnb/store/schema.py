@@ -87,6 +87,12 @@ SAMPLES_SCHEMA = pa.schema(
             "evidence_problem", pa.string(), "Why the trace could not be read, if it could not."
         ),
         _field("facts", pa.string(), "JSON of what the target observed (e.g. containment)."),
+        _field(
+            "choice_order",
+            pa.list_(pa.int32()),
+            "Shuffled multiple choice: the case's choices in the order shown, as indexes "
+            "(null: as written).",
+        ),
     ],
     metadata=_META,
 )
@@ -97,6 +103,11 @@ CHECKS_SCHEMA = pa.schema(
         _field("check", pa.string(), "Check name, unique within its case.", False),
         _field("check_type", pa.string(), "Check type (contains, regex, python, ...).", False),
         _field("outcome", pa.bool_(), "True pass, False fail, null unscored (not applicable)."),
+        _field(
+            "score",
+            pa.float64(),
+            "Graded checks: the score in [0, 1] (outcome = score >= threshold); else null.",
+        ),
         _field("detail", pa.string(), "The problem found, or why it was unscored."),
         _field("evidence", pa.string(), "JSON of what the check relied on (a judge's exchange)."),
     ],

@@ -36,7 +36,16 @@ def _actions(actions: Iterable[Any]) -> list[dict[str, Any]]:
     ]
 
 
-_CONVERT = {"tool_calls": _tool_calls, "requested": _actions, "executed": _actions}
+def _order(order: Any) -> list[int] | None:
+    return None if order is None else list(order)
+
+
+_CONVERT = {
+    "tool_calls": _tool_calls,
+    "requested": _actions,
+    "executed": _actions,
+    "choice_order": _order,
+}
 
 
 class RunWriter:
@@ -107,6 +116,7 @@ def checks_table(rows: Sequence[tuple[Sample, CheckResult]]) -> pa.Table:
             "check": [r.check for _, r in rows],
             "check_type": [r.type for _, r in rows],
             "outcome": [r.outcome for _, r in rows],
+            "score": [r.score for _, r in rows],
             "detail": [r.detail for _, r in rows],
             "evidence": [r.evidence for _, r in rows],
         },
