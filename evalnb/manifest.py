@@ -17,7 +17,7 @@ from evalnb._exceptions import StoreError
 from evalnb._types import Case, Variant
 from evalnb.store import SCHEMA_VERSION
 
-__all__ = ["check_resume", "new_manifest", "now"]
+__all__ = ["check_resume", "check_same_target", "new_manifest", "now"]
 
 
 def _version() -> str:
@@ -120,4 +120,21 @@ def check_resume(
             raise StoreError(
                 f"{path}/manifest.json: '{key}' differs from this resume's; "
                 "resume with exactly the cases, variants, repeats and order of the original run"
+            )
+
+
+#: What makes a target the same one on resume. Not its URL or argv: a stand-in or a local
+#: server may come back on another port; its model, params and harness files must not
+#: change. A Python function is not compared: a notebook redefines it under the same name.
+_TARGET_IDENTITY = ("type", "model", "params", "executable_sha256", "files")
+
+
+def check_same_target(recorded: dict[str, Any], described: dict[str, Any], path: Path) -> None:
+    """Refuse to resume a run against another model, other params or other harness files."""
+    for key in _TARGET_IDENTITY:
+        was, now_ = recorded.get(key), described.get(key)
+        if json.loads(json.dumps(was, default=str)) != json.loads(json.dumps(now_, default=str)):
+            raise StoreError(
+                f"{path}/manifest.json: the target's {key!r} was {was!r}; this resume's is "
+                f"{now_!r}. Resume with the original target (model, params, harness)"
             )

@@ -32,7 +32,7 @@ from evalnb.cases import file_sha256, load_cases
 from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases, checks_for
 from evalnb.checks.judge import JUDGE
 from evalnb.evidence import canonical_answer, evidence_from
-from evalnb.manifest import check_resume, new_manifest, now
+from evalnb.manifest import check_resume, check_same_target, new_manifest, now
 from evalnb.targets import Target
 
 __all__ = ["RunResult", "arun", "plan", "run"]
@@ -441,6 +441,9 @@ async def arun(
             planned=planned,
             command=command,
         )
+        # Written before the target is probed (which may take its whole timeout), so a
+        # kill at any moment leaves a run that --resume can finish.
+        store.write_json_atomic(path / "manifest.json", manifest)
     if on_start is not None:
         on_start(path)
 
@@ -450,10 +453,13 @@ async def arun(
         for resource in (target, judge):
             if isinstance(resource, contextlib.AbstractAsyncContextManager):
                 await stack.enter_async_context(resource)
-        if not resume:
-            manifest["target"] = await _describe(target)
-            if judge is not None:
-                manifest["judge"] = {"target": await _describe(judge), "calls": 0}
+        described = await _describe(target)
+        if manifest.get("target") is None:
+            manifest["target"] = described
+        else:
+            check_same_target(manifest["target"], described, path)
+        if judge is not None and not (manifest.get("judge") or {}).get("target"):
+            manifest["judge"] = {"target": await _describe(judge), "calls": 0}
         manifest["status"] = "running"
         store.write_json_atomic(path / "manifest.json", manifest)
 
