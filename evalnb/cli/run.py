@@ -76,6 +76,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--judge-model", help="model for 'judge' checks (default URL: the target's)")
     p.add_argument("--judge-base-url", help="OpenAI-compatible URL of the judge model")
+    p.add_argument(
+        "--judge-api-key-env",
+        help="environment variable holding the judge's API key (a judge at another URL "
+        "never gets the target's key)",
+    )
     return p
 
 
@@ -206,9 +211,14 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         judge = None
         judge_spec = dict(experiment.judge) if experiment else {}
         if args.judge_model:
-            judge_spec.update(model=args.judge_model, api_key_env=args.api_key_env)
+            judge_spec["model"] = args.judge_model
         if args.judge_base_url and judge_spec:
             judge_spec["base_url"] = args.judge_base_url
+        if args.judge_api_key_env:
+            judge_spec["api_key_env"] = args.judge_api_key_env
+        elif judge_spec and not judge_spec.get("base_url") and "api_key_env" not in judge_spec:
+            # The judge is the target's own endpoint: the same server, the same key.
+            judge_spec["api_key_env"] = spec.get("api_key_env")
         if judge_spec:
             judge_url = judge_spec.get("base_url") or getattr(target, "base_url", None)
             if judge_url is None:
