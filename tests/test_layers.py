@@ -32,8 +32,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("evalnb.plots",),
     ("evalnb.report",),
     ("evalnb.review", "evalnb.annotate"),
-    ("evalnb.standin", "evalnb.integrations", "evalnb.gguf"),
-    ("evalnb.cli",),
+    ("evalnb.standin", "evalnb.integrations"),
+    ("evalnb.cli", "evalnb.gguf"),
     ("evalnb",),
 ]
 

@@ -27,14 +27,12 @@ from evalnb.cli.run import (
     run_command,
     score_command,
 )
-from evalnb.cli.serve import serve_gguf_command, standin_command
+from evalnb.cli.serve import add_serve_arguments, serve_gguf_command, standin_command
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    from evalnb.gguf import add_serve_arguments
-
     parser = Parser(prog="evalnb", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
     add_run_arguments(sub.add_parser("run", help="run cases x variants x repeats against a target"))

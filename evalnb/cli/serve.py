@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+import threading
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-__all__ = ["serve_gguf_command", "standin_command"]
+from evalnb.cli._common import UsageError, guarded
+from evalnb.integrations.llamacpp import GgufServer
+from evalnb.integrations.models import DEFAULT_MODEL, GGUF_TEMPLATE, MODELS
+
+__all__ = ["add_serve_arguments", "gguf_main", "serve_gguf_command", "standin_command"]
 
 
 def standin_command(argv: Sequence[str]) -> int:
@@ -15,8 +24,90 @@ def standin_command(argv: Sequence[str]) -> int:
     return standin.main(list(argv))
 
 
-def serve_gguf_command(args: argparse.Namespace) -> int:
-    """Serve a real GGUF model with llama.cpp until Ctrl-C."""
-    from evalnb.gguf import serve_command
+def add_serve_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The flags of ``evalnb serve-gguf`` (the settings of :class:`GgufServer`)."""
+    names = ", ".join(MODELS)
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        metavar="NAME|FILE",
+        help=f"a model by name ({names}; default {DEFAULT_MODEL}) or a GGUF file, served "
+        f"with {DEFAULT_MODEL}'s alias and chat format unless --alias/--chat-format say otherwise",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    parser.add_argument("--alias", help="model name clients send (default: the model's name)")
+    parser.add_argument("--n-ctx", type=int, default=2048, help="context tokens (2048)")
+    parser.add_argument("--n-threads", type=int, default=2, help="CPU threads (2)")
+    parser.add_argument(
+        "--chat-format",
+        help=f"llama.cpp chat format (default: the model's; {GGUF_TEMPLATE} is the GGUF's own)",
+    )
+    parser.add_argument("--log", help="server log file (default: a new file in the temp dir)")
+    parser.add_argument(
+        "--startup-timeout", type=float, default=120.0, help="seconds to wait for it (120)"
+    )
+    return parser
 
-    return serve_command(args)
+
+def serve_gguf_command(args: argparse.Namespace) -> int:
+    """``evalnb serve-gguf``: serve until Ctrl-C or SIGTERM, then stop the server.
+
+    Exit status 0 after a requested stop, 1 when the server died on its own, 2 when it
+    could not start (not installed, bad flags).
+    """
+    stopping = threading.Event()
+
+    def request_stop(signum: int, frame: Any) -> None:
+        stopping.set()
+
+    if args.model in MODELS:
+        name, path = args.model, None
+    elif Path(args.model).is_file():
+        name, path = DEFAULT_MODEL, args.model
+    else:
+        raise UsageError(f"--model {args.model}: no such file (model names: {', '.join(MODELS)})")
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with GgufServer(
+            path,
+            model=name,
+            port=args.port,
+            alias=args.alias,
+            n_ctx=args.n_ctx,
+            n_threads=args.n_threads,
+            chat_format=args.chat_format,
+            log_path=args.log,
+            startup_timeout=args.startup_timeout,
+        ) as server:
+            print(
+                f"serving {server.model_path.name} (sha256 {server.model_sha256}) as "
+                f"{server.alias!r} at {server.base_url}\n"
+                f"  pid {server.pid}, log {server.log_path}; one request at a time\n"
+                f"  evalnb run CASES --base-url {server.base_url} --model {server.alias} "
+                "--concurrency 1\n"
+                "Ctrl-C stops it.",
+                flush=True,
+            )
+            while not stopping.wait(0.5):
+                if not server.running:
+                    print(
+                        f"evalnb serve-gguf: the server stopped on its own; "
+                        f"see {server.log_path}:\n{server.log_tail()}",
+                        file=sys.stderr,
+                    )
+                    return 1
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 0
+
+
+def gguf_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m evalnb.gguf``: the same as ``evalnb serve-gguf``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m evalnb.gguf",
+        description="Serve a small GGUF model (SmolLM2 135M Instruct, Gemma 3 270M) with "
+        "llama.cpp's OpenAI-compatible server on 127.0.0.1.",
+    )
+    args = add_serve_arguments(parser).parse_args(argv)
+    return guarded("serve-gguf", lambda: serve_gguf_command(args))
