@@ -6,7 +6,16 @@ import inspect
 
 import evalnb.analysis as analysis
 
-STATISTICS = ["rates", "suite_rate", "compare", "compare_cases", "agreement", "latency", "power"]
+STATISTICS = [
+    "rates",
+    "suite_rate",
+    "compare",
+    "compare_cases",
+    "agreement",
+    "latency",
+    "power",
+    "ppi_rate",
+]
 
 
 def test_all_is_sorted_and_exactly_the_public_names() -> None:

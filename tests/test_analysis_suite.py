@@ -21,8 +21,10 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_suite_rate_is_the_mean_of_case_rates_with_an_interval_across_cases(shop: Path) -> None:
+    # few_cases=0 keeps the interval across cases for these 4 cases; by default fewer
+    # than 15 cases take the beta-binomial interval (issue 17, item 9; checked below).
     with pytest.warns(UserWarning, match="fewer than 10 cases"):
-        out = suite_rate(load(shop))
+        out = suite_rate(load(shop), few_cases=0)
     v1 = out[out["variant"] == "v1"].iloc[0]
     rates = np.array([0.8, 0.7, 0.8, 1.0])
     se = rates.std(ddof=1) / 2
@@ -41,14 +43,29 @@ def test_suite_rate_is_the_mean_of_case_rates_with_an_interval_across_cases(shop
     # wider than the pooled Wilson (0.6805, 0.9125), which assumes independent samples
     assert v1["low"] < 0.6805 and v1["high"] > 0.9125
     assert out["low"].min() >= 0 and out["high"].max() <= 1
+    with pytest.warns(UserWarning, match="fewer than 10 cases"):
+        default = suite_rate(load(shop)).set_index("variant")
+    assert (default["method"] == "beta-binomial").all()
+    assert default.loc["v1", "note"].endswith("chosen: 4 cases (< 15)")
+    assert default.loc["v1", "estimate"] == pytest.approx(0.825)
+    assert np.isnan(default.loc["v1", "n_eff"])
 
 
-def test_no_spread_across_cases_falls_back_to_pooled_wilson(tmp_path: Path) -> None:
+def test_no_spread_across_cases_is_not_certainty(tmp_path: Path) -> None:
+    # Before issue 17 this fell back to Wilson on all 120 samples pooled, (0.969, 1):
+    # anti-conservative, repeats of a case are not independent trials.
     path = counts_run(tmp_path / "perfect", {"v": [10] * 12}, 10)
-    out = suite_rate(load(path)).iloc[0]
-    # statsmodels proportion_confint(120, 120, method="wilson")
-    assert (out["low"], out["high"]) == pytest.approx(proportion_confint(120, 120, method="wilson"))
-    assert out["basis"] == "pooled samples" and out["se"] == 0
+    out = suite_rate(load(path), few_cases=0).iloc[0]
+    # n_eff = 12 groups, shrunk by (z / t_11)^2; statsmodels proportion_confint(n, n, "wilson")
+    n_eff = 12 * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, 11)) ** 2
+    expected = proportion_confint(n_eff, n_eff, method="wilson")
+    assert (out["low"], out["high"]) == pytest.approx((expected[0], 1.0))
+    assert out["n_eff"] == pytest.approx(n_eff)
+    assert out["basis"] == "across cases" and out["se"] == 0
+    assert "n_eff is the number of groups" in out["note"]
+    chosen = suite_rate(load(path)).iloc[0]
+    assert chosen["method"] == "beta-binomial" and chosen["high"] == 1.0
+    assert chosen["low"] < 0.969
 
 
 def test_cases_that_share_a_group_are_clustered(tmp_path: Path) -> None:

@@ -28,22 +28,32 @@ def judge_rows(table: list[list[int]]) -> list[tuple[str, bool]]:
     return pairs
 
 
+def case(i: int) -> str:
+    return f"c{i:03d}"
+
+
 @pytest.fixture
 def judged(tmp_path: Path) -> Path:
-    """100 samples of one case; the judge and a person split as in TABLE."""
+    """100 cases, one sample each; the judge and a person split as in TABLE.
+
+    One sample per case: the samples are independent, so the asymptotic kappa interval,
+    Wilson and exact McNemar are the right references. (Before issue 17 this was 100
+    repeats of one case, which calibrate treated as independent: now intervals over one
+    case are undefined, see test_statistics_corners.py.)
+    """
     pairs = judge_rows(TABLE)
     path = write_run(
         tmp_path / "judged",
         [
-            {"case_id": "c", "variant": "v", "repeat": i, "checks": {"judge": judge}}
+            {"case_id": case(i), "variant": "v", "repeat": 0, "checks": {"judge": judge}}
             for i, (_, judge) in enumerate(pairs)
         ],
     )
     write_verdicts(
         path,
         [
-            {"case_id": "c", "variant": "v", "repeat": i, "annotator": "ana", "verdict": human}
-            for i, (human, _) in enumerate(pairs)
+            {"case_id": case(i), "variant": "v", "repeat": 0, "annotator": "ana", "verdict": h}
+            for i, (h, _) in enumerate(pairs)
         ],
     )
     return path
@@ -134,7 +144,7 @@ def test_needs_review_unscored_and_unreviewed_are_left_out_and_counted(tmp_path:
 def test_the_latest_verdict_counts(judged: Path) -> None:
     store = VerdictStore(judged)
     for i in range(25, 27):  # two human fails the judge also failed...
-        store.save("c", "v", i + 2, annotator="ana", verdict="pass")  # ...now passes
+        store.save(case(i + 2), "v", 0, annotator="ana", verdict="pass")  # ...now passes
     row = calibrate(judged).summary.iloc[0]
     assert row[["tp", "fn", "fp", "tn"]].tolist() == [20, 7, 2, 71]
 
@@ -193,7 +203,7 @@ def test_two_annotators_cohen_and_three_fleiss(judged: Path) -> None:
         write_verdicts(
             judged,
             [
-                {"case_id": "c", "variant": "v", "repeat": i, "annotator": name, "verdict": v}
+                {"case_id": case(i), "variant": "v", "repeat": 0, "annotator": name, "verdict": v}
                 for i, v in enumerate(verdicts)
             ],
         )

@@ -14,6 +14,7 @@ from evalnb.analysis.frames import Run, load
 from evalnb.analysis.gate import GatePolicy, format_gate, gate
 from evalnb.analysis.latency import latency
 from evalnb.analysis.power import power
+from evalnb.analysis.ppi import ppi_compare, ppi_rate
 from evalnb.analysis.rates import proportion_interval, rates
 from evalnb.analysis.scores import scores
 from evalnb.analysis.suite import suite_rate
@@ -32,6 +33,8 @@ __all__ = [
     "load",
     "normalise_answer",
     "power",
+    "ppi_compare",
+    "ppi_rate",
     "proportion_interval",
     "rates",
     "scores",

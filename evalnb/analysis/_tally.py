@@ -429,6 +429,7 @@ def _frame_tallies(frame: pd.DataFrame, by: list[str], check: Any, source: str) 
                 "a frame of counts ('k', 'n') needs a 'check' column; got columns "
                 f"{list(frame.columns)!r}"
             )
+        _check_counts(frame, [c for c in counts if c in columns])
         rows = _select_checks(frame, check)
         _require(rows, by, counts)
         keep = dict.fromkeys([*by, *(["case_id"] if "case_id" in rows.columns else []), "check"])
@@ -463,6 +464,49 @@ def _frame_tallies(frame: pd.DataFrame, by: list[str], check: Any, source: str) 
     for name, values in _counts_frame(table, source).items():
         stage[name] = values
     return _finish(stage, by, counts)
+
+
+def _check_counts(rows: pd.DataFrame, counts: list[str]) -> None:
+    """Counts are whole numbers >= 0 in every row, and ``k <= n``: never guessed."""
+    for column in counts:
+        values = pd.to_numeric(rows[column], errors="coerce")
+        bad = values.isna() | (values < 0) | (values != np.floor(values))
+        if bad.any():
+            where = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(
+                f"'{column}' must be a whole number >= 0 in every row of a frame of counts; "
+                f"got {_plain(rows[column].iloc[where])!r} in row {_plain(rows.index[where])!r}"
+            )
+    over = rows["k"].to_numpy() > rows["n"].to_numpy()
+    if over.any():
+        where = int(np.flatnonzero(over)[0])
+        raise ValueError(
+            f"'k' (passed) must not exceed 'n' (scored) in a frame of counts; got k="
+            f"{_plain(rows['k'].iloc[where])!r}, n={_plain(rows['n'].iloc[where])!r} in row "
+            f"{_plain(rows.index[where])!r}"
+        )
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds, so messages read ``7``, not
+    ``np.int64(7)``."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def require_cases(data: Run | pd.DataFrame, why: str) -> None:
+    """A frame must say which case each row belongs to, in every row."""
+    if not isinstance(data, pd.DataFrame):
+        return
+    if "case_id" not in data.columns:
+        raise ValueError(
+            f"'data' must have a 'case_id' column ({why}); got columns {list(data.columns)!r}"
+        )
+    missing = data["case_id"].isna()
+    if missing.any():
+        raise ValueError(
+            f"'case_id' must be given in every row ({why}); got {int(missing.sum())} rows "
+            f"without one, e.g. row {data.index[int(np.flatnonzero(missing.to_numpy())[0])]!r}"
+        )
 
 
 def _require(rows: pd.DataFrame, by: list[str], counts: list[str]) -> None:

@@ -53,7 +53,9 @@ def agreement(
         - ``agreement_min``: the case's minimum (metadata), NaN when not set;
         - ``meets_min``: agreement >= agreement_min (NA without a minimum);
         - ``mode_1``, ``mode_1_count``, ``mode_2``, ``mode_2_count``: top answers;
-        - ``check``; ``k``: passed; ``n``: scored; ``flaky``: 0 < k < n;
+        - ``check``; ``k``: passed; ``n``: scored; ``incomplete``: scored draws that did
+          not complete (they fail); ``flaky``: some completed draws pass and some fail
+          (a timeout or error alone does not make a case flaky);
         - ``at``: the k used; ``pass_at_k``: chance that at least one of ``at``
           draws passes, the unbiased ``1 - C(n-k, at) / C(n, at)``;
           ``pass_hat_k``: chance that all ``at`` draws pass, ``C(k, at) / C(n, at)``
@@ -81,8 +83,10 @@ def agreement(
     out = out.merge(passes, on=by, how="left", sort=False)
     out["k"] = out["k"].fillna(0).astype(np.int64)
     out["n"] = out["n"].fillna(0).astype(np.int64)
+    out["incomplete"] = out["incomplete"].fillna(0).astype(np.int64)
     out["check"] = check
-    out["flaky"] = (out["k"] > 0) & (out["k"] < out["n"])
+    # Incomplete draws fail: only completed ones show whether the model itself wavers.
+    out["flaky"] = (out["k"] > 0) & (out["k"] < out["n"] - out["incomplete"])
     out = out.merge(minimum, on="case_id", how="left", sort=False)
     meets = out["agreement"] >= out["agreement_min"] - _TOLERANCE
     out["meets_min"] = pd.array(meets, dtype="boolean")
@@ -109,6 +113,7 @@ def agreement(
         "check",
         "k",
         "n",
+        "incomplete",
         "flaky",
         "at",
         "pass_at_k",
@@ -128,7 +133,7 @@ def _from_run(
     column, label = _key_column(key, _run_columns(run, key))
     frame = run.table("samples", list(dict.fromkeys(["status", column, *by])))
     samples = _keyed(frame, by, column, label)
-    passes = tallies(run, by, check=check)[[*by, "k", "n"]]
+    passes = tallies(run, by, check=check)[[*by, "k", "n", "incomplete"]]
     cases = run.cases.drop_duplicates("case_id")
     minimum = pd.DataFrame(
         {
@@ -166,9 +171,9 @@ def _from_frame(
     samples = _keyed(frame, by, column, label)
     if "outcome" in frame.columns:
         rows = frame[[*by, "outcome", *(["status"] if "status" in frame.columns else [])]]
-        passes = tallies(rows.assign(check=check), by, check=check)[[*by, "k", "n"]]
+        passes = tallies(rows.assign(check=check), by, check=check)[[*by, "k", "n", "incomplete"]]
     else:
-        passes = frame[by].drop_duplicates().assign(k=0, n=0)
+        passes = frame[by].drop_duplicates().assign(k=0, n=0, incomplete=0)
     if "agreement_min" in frame.columns:
         minimum = frame.groupby("case_id", observed=True, sort=False)["agreement_min"].first()
         minimum = minimum.reset_index()

@@ -318,6 +318,7 @@ def _comparison_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list
             f"{variant} - {base}: {signed(row['diff'])}, "
             f"{interval_text(row['low'], row['high'], policy.level)}, p={row['p_value']:.3g}: "
             f"{row['verdict']} ({row['cases']} cases x {row['repeats_b']:.3g} repeats)"
+            + (f"; {row['note']}" if row["note"] else "")
         )
         rows.append(
             {

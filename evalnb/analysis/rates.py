@@ -72,7 +72,8 @@ def proportion_interval(
     """``(estimate, low, high)`` arrays for counts ``k`` of ``n``; NaN where ``n`` is 0.
 
     Counts may be fractional (an effective sample size); the interval comes from
-    statsmodels ``proportion_confint``.
+    statsmodels ``proportion_confint``, with the lower bound exactly 0 when ``k`` is 0
+    and the upper bound exactly 1 when ``k`` is ``n`` (the Jeffreys convention too).
     """
     level = _args.level(level)
     _args.choice("method", method, _args.INTERVAL_METHODS)
@@ -85,4 +86,8 @@ def proportion_interval(
     if ok.any():
         estimate[ok] = k[ok] / n[ok]
         low[ok], high[ok] = proportion_confint(k[ok], n[ok], alpha=1 - level, method=method)
+        # No passes: the lower bound is 0, not rounding noise (Wilson gives 2.8e-17 for 0/7,
+        # statsmodels' Jeffreys 1e-4); all passed: the upper bound is 1.
+        low[ok] = np.where(k[ok] <= 0, 0.0, low[ok])
+        high[ok] = np.where(k[ok] >= n[ok], 1.0, high[ok])
     return estimate, low, high

@@ -146,7 +146,11 @@ def plot_power(power: pd.DataFrame, ax: Axes | None = None, *, x: str | None = N
         for c in candidates
         if c != x and c != series and frame[c].nunique() == 1 and pd.notna(frame[c].iloc[0])
     ]
-    sub = "paired t across cases" + (" · " + ", ".join(fixed) if fixed else "")
+    # The method each row was solved with, short: the part before any ": details".
+    methods = "paired t across cases"
+    if "method" in frame:
+        methods = " / ".join(dict.fromkeys(str(m).split(":")[0] for m in frame["method"]))
+    sub = methods + (" · " + ", ".join(fixed) if fixed else "")
     if not endless.empty:
         sub += f" · not reachable by repeats alone at {x} = " + ", ".join(
             _value(x, v) for v in endless[x]

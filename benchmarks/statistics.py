@@ -1,0 +1,415 @@
+"""Coverage and false-alarm tables of evalnb's statistics, by seeded simulation (issue 17).
+
+Every row runs evalnb's own public functions: each design's simulated experiments go in as
+one frame of counts with an ``experiment`` column and come out of ``suite_rate``,
+``compare``, ``power``, ``ppi_rate`` or ``calibrate`` in one call (``by="experiment"``),
+so the numbers are those functions' behaviour, not a re-implementation's.
+
+1. ``suite_rate``: how often the 95% interval covers the true mean pass rate, for
+   C in {3, 5, 10, 30} cases, {1, 5, 25} repeats, per-case rates from Beta(8,2), Beta(2,2),
+   Beta(0.5,0.5), Beta(20,2), with cases alone or in groups of two (a group's cases share a
+   group rate), and which method each row chose;
+2. ``compare``: how often a verdict appears when nothing changed (A and B have the same
+   per-case rates; two-sided, so "B better" or "A better"), random and fixed mode,
+   C in {2, 3, 5, 10, 30}, including the few-case null where each case truly moves +-0.2;
+3. ``power``: predicted against simulated ``compare`` power for few cases and one repeat;
+4. ``ppi_rate``: coverage of the prediction-powered interval for the human pass rate,
+   with a judge that errs per case and is biased upwards;
+5. ``calibrate``: kappa interval coverage and McNemar's false rejections with a judge that
+   errs per case (20 cases x 10 repeats);
+6. the beta-binomial interval against a numerical integration of the same model.
+
+Reproduce (a few minutes on 2 cores)::
+
+    .venv/bin/python benchmarks/statistics.py                  # 1,000 experiments a row
+    .venv/bin/python benchmarks/statistics.py --experiments 200 # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import integrate, stats
+
+from evalnb.analysis import calibrate, compare, power, ppi_rate, suite_rate
+
+SHAPES = [(8, 2), (2, 2), (0.5, 0.5), (20, 2)]
+LEVEL = 0.95
+
+
+def case_rates(
+    rng: np.random.Generator,
+    shape: tuple[float, float],
+    experiments: int,
+    cases: int,
+    grouped: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-case true rates (mean a / (a + b)) and each case's group (pairs when grouped)."""
+    group = np.arange(cases) // 2 if grouped else np.arange(cases)
+    if not grouped:
+        return rng.beta(*shape, size=(experiments, cases)), group
+    # A group's rate from the Beta; its cases scatter around it (concentration 10), so the
+    # mean of case rates is still a / (a + b) and cases of a group move together.
+    shared = rng.beta(*shape, size=(experiments, int(group.max()) + 1))[:, group]
+    shared = np.clip(shared, 1e-6, 1 - 1e-6)
+    return rng.beta(10 * shared, 10 * (1 - shared)), group
+
+
+def frame_of(k: np.ndarray, n: int, group: np.ndarray, variant: str | None = None) -> pd.DataFrame:
+    experiments, cases = k.shape
+    out = pd.DataFrame(
+        {
+            "experiment": np.repeat(np.arange(experiments), cases),
+            "case_id": np.tile(np.arange(cases), experiments),
+            "group": np.tile(group, experiments),
+            "check": "ok",
+            "k": k.ravel(),
+            "n": n,
+        }
+    )
+    if variant is not None:
+        out.insert(1, "variant", variant)
+    return out
+
+
+def suite_table(experiments: int, seed: int) -> pd.DataFrame:
+    rows = []
+    for grouped in (False, True):
+        for cases in (3, 5, 10, 30):
+            for repeats in (1, 5, 25):
+                for shape in SHAPES:
+                    rng = np.random.default_rng([seed, cases, repeats, int(shape[0] * 10), grouped])
+                    rates, group = case_rates(rng, shape, experiments, cases, grouped)
+                    frame = frame_of(rng.binomial(repeats, rates), repeats, group)
+                    if not grouped:
+                        frame = frame.drop(columns="group")
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", UserWarning)
+                        out = suite_rate(frame, by="experiment", check="ok", level=LEVEL)
+                    truth = shape[0] / sum(shape)
+                    covered = (out["low"] <= truth) & (truth <= out["high"])
+                    methods = out["method"].value_counts()
+                    rows.append(
+                        {
+                            "groups": "pairs" if grouped else "none",
+                            "cases": cases,
+                            "repeats": repeats,
+                            "rates": f"Beta({shape[0]:g},{shape[1]:g})",
+                            "method": " / ".join(
+                                f"{m} {c / len(out):.0%}" for m, c in methods.items()
+                            ),
+                            "coverage": covered.mean(),
+                            "width": (out["high"] - out["low"]).mean(),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def compare_table(experiments: int, seed: int) -> pd.DataFrame:
+    rows = []
+    designs = [(c, r, shape) for c in (2, 3, 5, 10, 30) for r in (1, 5, 25) for shape in SHAPES]
+    designs += [(c, r, "+-0.2") for c in (4, 5, 10) for r in (25, 100)]
+    for number, (cases, repeats, shape) in enumerate(designs):
+        rng = np.random.default_rng([seed, number])
+        if shape == "+-0.2":
+            # each case truly moves by +0.2 or -0.2: no difference on average (random mode's null)
+            rate_a = np.full((experiments, cases), 0.5)
+            rate_b = 0.5 + 0.2 * rng.choice([-1, 1], size=(experiments, cases))
+            label, modes = "0.5, each case +-0.2", ("random",)
+        else:
+            rate_a = rate_b = rng.beta(*shape, size=(experiments, cases))
+            label, modes = f"Beta({shape[0]:g},{shape[1]:g})", ("random", "fixed")
+        group = np.arange(cases)
+        frame = pd.concat(
+            [
+                frame_of(rng.binomial(repeats, rate_a), repeats, group, "A"),
+                frame_of(rng.binomial(repeats, rate_b), repeats, group, "B"),
+            ]
+        ).drop(columns="group")
+        for mode in modes:
+            out = compare(frame, a="A", b="B", by="experiment", check="ok", mode=mode, level=LEVEL)
+            false = int((out["verdict"] != "can't tell yet").sum())
+            rows.append(
+                {
+                    "mode": mode,
+                    "cases": cases,
+                    "repeats": repeats,
+                    "rates": label,
+                    "false verdict": false / len(out),
+                    # Monte Carlo error: the Clopper-Pearson 95% interval of that share
+                    "MC low": float(stats.binomtest(false, len(out)).proportion_ci().low),
+                    "B better": (out["verdict"] == "B better").mean(),
+                    "min_p": out["min_p"].iloc[0],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def power_table(experiments: int, seed: int) -> pd.DataFrame:
+    rows = []
+    for cases in (4, 6, 8, 10, 20):
+        for repeats in (1, 5, 25):
+            rng = np.random.default_rng([seed, cases, repeats, 7])
+            between = 0.0 if repeats == 1 else 0.04
+            shape = (experiments, cases)
+            moved = np.clip(0.7 + np.sqrt(between) * rng.standard_normal(shape), 0, 1)
+            frame = pd.concat(
+                [
+                    frame_of(
+                        rng.binomial(repeats, np.full(shape, 0.5)), repeats, np.arange(cases), "A"
+                    ),
+                    frame_of(rng.binomial(repeats, moved), repeats, np.arange(cases), "B"),
+                ]
+            ).drop(columns="group")
+            out = compare(frame, a="A", b="B", by="experiment", check="ok", level=LEVEL)
+            achieved = (out["verdict"] == "B better").mean()
+            predicted = power(
+                rate=0.5, diff=0.2, cases=cases, repeats=repeats, between_var=between, level=LEVEL
+            ).iloc[0]
+            rows.append(
+                {
+                    "cases": cases,
+                    "repeats": repeats,
+                    "between sd": np.sqrt(between),
+                    "power()": predicted["power"],
+                    "compare, simulated": achieved,
+                    "method": predicted["method"].split(" (")[0].split(":")[0],
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def judged(
+    rng: np.random.Generator, experiments: int, cases: int, repeats: int, reviewed: float
+) -> pd.DataFrame:
+    """Human verdicts with true per-case rates Beta(3, 2) (mean 0.6), on a random share of
+    the samples; a judge that errs per case (error rate Beta(2, 6), mean 0.25), lenient on
+    90% of cases: biased upwards by about 0.08."""
+    shape = (experiments, cases)
+    human_rate = rng.beta(3, 2, size=shape)
+    error = rng.beta(2, 6, size=shape)
+    lenient = rng.random(shape) < 0.9
+    human = rng.random((*shape, repeats)) < human_rate[..., None]
+    flip = rng.random((*shape, repeats)) < error[..., None]
+    judge = np.where(flip & np.where(lenient[..., None], ~human, human), ~human, human)
+    seen = rng.random((*shape, repeats)) < reviewed
+    return pd.DataFrame(
+        {
+            "experiment": np.repeat(np.arange(experiments), cases * repeats),
+            "case_id": np.tile(np.repeat(np.arange(cases), repeats), experiments),
+            "outcome": judge.ravel(),
+            "verdict": np.where(seen, np.where(human, "pass", "fail"), None).ravel(),
+        }
+    )
+
+
+def ppi_table(experiments: int, seed: int) -> pd.DataFrame:
+    rows = []
+    truth = 0.6
+    for cases in (10, 30, 100):
+        for repeats in (1, 5):
+            for reviewed in (0.1, 0.3):
+                rng = np.random.default_rng([seed, cases, repeats, int(reviewed * 10)])
+                out = ppi_rate(judged(rng, experiments, cases, repeats, reviewed), by="experiment")
+                out = out[np.isfinite(out["low"])]
+                covered = (out["low"] <= truth) & (truth <= out["high"])
+                human = (out["human_only_low"] <= truth) & (truth <= out["human_only_high"])
+                rows.append(
+                    {
+                        "cases": cases,
+                        "repeats": repeats,
+                        "reviewed": reviewed,
+                        "rows with an interval": len(out) / experiments,
+                        "PPI coverage": covered.mean(),
+                        "PPI width": (out["high"] - out["low"]).mean(),
+                        "verdicts alone: coverage": human.mean(),
+                        "verdicts alone: width": (
+                            out["human_only_high"] - out["human_only_low"]
+                        ).mean(),
+                        "judge alone: bias": (out["judge_rate"] - truth).mean(),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def calibration_table(experiments: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng([seed, 5])
+    # population kappa and TPR of the generator below (one million cases, exact within a case)
+    size = 1_000_000
+    h, e, lenient = rng.beta(2, 2, size), rng.beta(1, 5, size), rng.random(size) < 0.5
+    both = np.mean(h * (1 - np.where(lenient, 0, e)))
+    human_only = np.mean(h * np.where(lenient, 0, e))
+    judge_only = np.mean((1 - h) * np.where(lenient, e, 0))
+    neither = 1 - both - human_only - judge_only
+    first, second = both + human_only, both + judge_only
+    expected = first * second + (1 - first) * (1 - second)
+    kappa = (both + neither - expected) / (1 - expected)
+    tpr = both / first
+    rows = []
+    for _ in range(experiments):
+        cases, repeats = 20, 10
+        human_rate, error = rng.beta(2, 2, cases), rng.beta(1, 5, cases)
+        lean = rng.random(cases) < 0.5
+        human = rng.random((cases, repeats)) < human_rate[:, None]
+        flip = rng.random((cases, repeats)) < error[:, None]
+        judge = np.where(flip & np.where(lean[:, None], ~human, human), ~human, human)
+        frame = pd.DataFrame(
+            {
+                "case_id": np.repeat(np.arange(cases), repeats),
+                "verdict": np.where(human.ravel(), "pass", "fail"),
+                "outcome": judge.ravel(),
+            }
+        )
+        for unit, data in (
+            ("cases", frame),
+            ("samples (as before)", frame.drop(columns="case_id")),
+        ):
+            row = calibrate(data).summary.iloc[0]
+            rows.append(
+                {
+                    "unit": unit,
+                    "kappa covered": row["kappa_low"] <= kappa <= row["kappa_high"],
+                    "TPR covered": row["tpr_low"] <= tpr <= row["tpr_high"],
+                    "McNemar rejects": row["mcnemar_p"] < 1 - LEVEL,
+                }
+            )
+    out = pd.DataFrame(rows).groupby("unit", sort=False).mean().reset_index()
+    return out.rename(
+        columns={
+            "kappa covered": "kappa interval coverage",
+            "TPR covered": "TPR interval coverage",
+            "McNemar rejects": "McNemar false rejections",
+        }
+    )
+
+
+def pin_table() -> pd.DataFrame:
+    rows = []
+    for k, n in (([7, 9, 4, 8, 10, 6], [10] * 6), ([3, 8, 5, 9, 4], [4, 8, 6, 10, 5])):
+        frame = pd.DataFrame({"case_id": range(len(k)), "check": "ok", "k": k, "n": n})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            row = suite_rate(frame, by=None, check="ok", method="beta-binomial").iloc[0]
+        karr, narr = np.array(k), np.array(n)
+
+        def density(mu: float, karr: np.ndarray = karr, narr: np.ndarray = narr) -> float:
+            def like(rho: float) -> float:
+                a, b = mu * (1 - rho) / rho, (1 - mu) * (1 - rho) / rho
+                return float(np.exp(stats.betabinom.logpmf(karr, narr, a, b).sum()))
+
+            return integrate.quad(like, 0, 1, limit=200)[0]
+
+        mus = np.linspace(0, 1, 1201)
+        values = np.array([0.0, *(density(m) for m in mus[1:-1]), 0.0])
+        cdf = integrate.cumulative_simpson(values, x=mus, initial=0)
+        cdf /= cdf[-1]
+        rows.append(
+            {
+                "cases: passed/draws": ", ".join(f"{a}/{b}" for a, b in zip(k, n, strict=True)),
+                "evalnb low": row["low"],
+                "integrated low": np.interp(0.025, cdf, mus),
+                "evalnb high": row["high"],
+                "integrated high": np.interp(0.975, cdf, mus),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """A Markdown table, floats to 3 decimals."""
+
+    def cell(value: object) -> str:
+        if isinstance(value, float | np.floating):
+            return "" if np.isnan(value) else f"{value:.3f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|" + "---|" * table.shape[1]]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(False)]
+    return "\n".join(lines)
+
+
+def show(title: str, table: pd.DataFrame, started: float) -> None:
+    print(f"\n### {title} ({time.perf_counter() - started:.0f} s)\n")
+    print(markdown(table))
+    sys.stdout.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiments", type=int, default=1000, help="experiments per row")
+    parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--long", action="store_true", help="one line per design")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    print(
+        f"evalnb statistics benchmark: {args.experiments} experiments a row, seed {args.seed}, "
+        f"Python {platform.python_version()}, {platform.machine()}"
+    )
+    step = time.perf_counter()
+    suite = suite_table(args.experiments, args.seed)
+    short = {"beta-binomial": "bb", "wilson": "t"}
+    suite["cell"] = [
+        f"{c:.3f} " + "/".join(short[m.split(" ")[0]] for m in method.split(" / "))
+        for c, method in zip(suite["coverage"], suite["method"], strict=True)
+    ]
+    wide = suite.pivot(index=["groups", "cases", "repeats"], columns="rates", values="cell")
+    wide = wide[[f"Beta({a:g},{b:g})" for a, b in SHAPES]].reset_index()
+    show(
+        "1. suite_rate: 95% interval coverage of the true mean "
+        "(bb: beta-binomial chosen, t: across cases on the effective n)",
+        suite.drop(columns="cell") if args.long else wide,
+        step,
+    )
+    for method, rows in suite.groupby(suite["method"].str.split(" ").str[0]):
+        outside = rows[(rows["coverage"] < 0.93) | (rows["coverage"] > 0.97)]
+        print(
+            f"\n{method}: coverage {rows['coverage'].min():.3f}-{rows['coverage'].max():.3f} "
+            f"over {len(rows)} designs; outside 0.93-0.97: {len(outside)} "
+            f"({(outside['coverage'] < 0.93).sum()} below)"
+        )
+    step = time.perf_counter()
+    table = compare_table(args.experiments, args.seed)
+    wide = table.pivot(index=["mode", "cases", "repeats"], columns="rates", values="false verdict")
+    wide = wide.reindex(columns=[c for c in dict.fromkeys(table["rates"])]).reset_index()
+    wide = wide.sort_values(["mode", "cases", "repeats"], ascending=[False, True, True])
+    rates = [c for c in wide.columns if c not in ("mode", "cases", "repeats")]
+    wide[rates] = wide[rates].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+    show(
+        "2. compare: share of experiments with a verdict when nothing changed "
+        "(two-sided, level 5%)",
+        table if args.long else wide,
+        step,
+    )
+    above = table[table["MC low"] > 1 - LEVEL]
+    worst = table.loc[table["false verdict"].idxmax()]
+    print(
+        f"\nworst false-verdict rate: {worst['false verdict']:.3f} ({worst['mode']}, "
+        f"{worst['cases']} cases x {worst['repeats']} repeats, {worst['rates']}; Monte Carlo "
+        f"95% interval from {worst['MC low']:.3f}); designs above 5% beyond Monte Carlo "
+        f"error: {len(above)}; largest 'B better' share: {table['B better'].max():.3f}"
+    )
+    step = time.perf_counter()
+    show("3. power() against simulated compare", power_table(args.experiments, args.seed), step)
+    step = time.perf_counter()
+    show(
+        "4. ppi_rate: coverage of the human pass rate", ppi_table(args.experiments, args.seed), step
+    )
+    step = time.perf_counter()
+    show(
+        "5. calibrate: a judge that errs per case, 20 cases x 10 repeats",
+        calibration_table(max(100, args.experiments // 2), args.seed),
+        step,
+    )
+    step = time.perf_counter()
+    show("6. beta-binomial interval against numerical integration", pin_table(), step)
+    print(f"\ntotal: {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
