@@ -57,3 +57,19 @@ def fraction(name: str, value: Any) -> float:
     if not is_number(value, 0, 1):
         raise ValueError(f"'{name}' must be a number between 0 and 1; got {value!r}")
     return float(value)
+
+
+def pair(a: Any, b: Any, values: Sequence[str], what: str = "variants") -> tuple[str, str]:
+    """The two sides of a comparison: ``a`` and ``b`` as given, or the only two ``values``."""
+    if a is None and b is None:
+        if len(values) != 2:
+            raise ValueError(
+                f"'a' and 'b' must name the two {what} to compare (the data has "
+                f"{', '.join(map(repr, values)) or 'none'}); got a=None, b=None"
+            )
+        a, b = values
+    a = choice("a", a, values)
+    b = choice("b", b, values)
+    if a == b:
+        raise ValueError(f"'a' and 'b' must differ; got a={a!r}, b={b!r}")
+    return a, b

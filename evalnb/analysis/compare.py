@@ -358,17 +358,7 @@ def paired_counts(
 ) -> tuple[pd.DataFrame, str, str, str]:
     """Per case: counts of both sides side by side, and which cases are paired."""
     counts, values, cluster = side_counts(data, by=by, on=on, check=check, source=source)
-    if a is None and b is None:
-        if len(values) != 2:
-            raise ValueError(
-                f"'a' and 'b' must name the two {on} values to compare (the data has "
-                f"{', '.join(map(repr, values)) or 'none'}); got a=None, b=None"
-            )
-        a, b = values
-    a = _args.choice("a", a, values)
-    b = _args.choice("b", b, values)
-    if a == b:
-        raise ValueError(f"'a' and 'b' must differ; got a={a!r}, b={b!r}")
+    a, b = _args.pair(a, b, values, what=f"{on} values")
     return _wide(counts, a, b, by=by, on=on, cluster=cluster), a, b, cluster
 
 

@@ -151,17 +151,7 @@ def ppi_compare(
     level = _args.level(level)
     rows = _samples(data, check, ["variant"], annotator)
     values = [str(v) for v in pd.unique(rows["variant"].astype(object))]
-    if a is None and b is None:
-        if len(values) != 2:
-            raise ValueError(
-                f"'a' and 'b' must name the two variants to compare (the data has "
-                f"{', '.join(map(repr, values)) or 'none'}); got a=None, b=None"
-            )
-        a, b = values
-    a = _args.choice("a", a, values)
-    b = _args.choice("b", b, values)
-    if a == b:
-        raise ValueError(f"'a' and 'b' must differ; got a={a!r}, b={b!r}")
+    a, b = _args.pair(a, b, values)
     per_case = _per_case(rows, ["variant"])
     side = per_case["variant"].astype(object)
     both = set(per_case.loc[side == a, "case_id"]) & set(per_case.loc[side == b, "case_id"])
