@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint format bench schema-doc images docs real-model clean
+.PHONY: setup demo test lint format bench bench-peers schema-doc images docs real-model clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,16 @@ format: setup
 
 bench: setup
 	$(BIN)/python benchmarks/runner.py
+
+# evalnb beside Inspect AI (PyPI) and promptfoo (npm, skipped when npm cannot install it),
+# each installed under build/ (BENCHMARKS.md, "Peers").
+bench-peers: setup
+	test -x build/peers-venv/bin/python || $(PYTHON) -m venv build/peers-venv
+	build/peers-venv/bin/python -m pip install --quiet 'inspect-ai==0.3.285' openai pandas pyarrow
+	mkdir -p build/peers-node
+	cd build/peers-node && { npm install --no-audit --no-fund --no-save promptfoo@0.121.20 \
+		|| echo "promptfoo not installed: benchmarks/peers.py runs without it"; }
+	$(BIN)/python benchmarks/peers.py
 
 schema-doc: setup
 	$(BIN)/python -c 'from evalnb.store import schema_markdown as s; print(s(), end="")' > docs/schema.md

@@ -1,24 +1,63 @@
-"""How fast the review panel moves on a run of 100,000 samples, beside a 200-sample run.
+"""How fast the review panel is built and moves on a run of 100,000 samples.
+
+Building: each build in a fresh interpreter, ``evalnb.load`` timed apart from ``annotate``;
+the same-run baseline is ``evalnb/review/`` as of ``--before`` (default 5f09da2, before the
+build was made lazy), read from git and built against this tree's analysis and store.
+Rounds alternate before and after; medians and best are reported.
 
 Clicks are made through the widgets themselves (no front end attached), so the figures are
-the panel's own work per click: what the kernel spends before the browser can redraw.
+the panel's own work per click: what the kernel spends before the browser can redraw; a
+200-sample run is the baseline.
 
-    .venv/bin/python benchmarks/annotate.py
+    .venv/bin/python benchmarks/annotate.py [--rounds 5] [--before REV]
 """
 
 from __future__ import annotations
 
-import statistics
+import argparse
+import json
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalnb.analysis import load
 from evalnb.annotate import annotate
 from tests.test_analysis_runs import write_run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The child: imports first, then load and build, each timed.
+CHILD = """
+import json, sys, time
+sys.path.insert(0, sys.argv[2])
+from evalnb.analysis import load
+import ipywidgets
+if sys.argv[3] == "before":
+    from review_before import annotate
+else:
+    from evalnb.review import annotate
+started = time.perf_counter()
+run = load(sys.argv[1])
+loaded = time.perf_counter()
+panel = annotate(run, "bench")
+built = time.perf_counter()
+print(json.dumps({"load": loaded - started, "build": built - loaded, "count": panel.count}))
+"""
+
+
+def median(values) -> float:
+    # Not the statistics module: benchmarks/statistics.py shadows it when a script here runs.
+    return float(np.median(list(values)))
+
+
+def mean(values) -> float:
+    return float(np.mean(list(values)))
 
 
 def rows(cases: int, repeats: int) -> list[dict]:
@@ -44,20 +83,63 @@ def timed(action, times: int) -> tuple[float, float, float]:
         seconds.append(time.perf_counter() - started)
     seconds.sort()
     return (
-        statistics.mean(seconds) * 1e3,
+        mean(seconds) * 1e3,
         seconds[len(seconds) // 2] * 1e3,
         seconds[int(0.99 * len(seconds))] * 1e3,
     )
 
 
+def review_before(revision: str, into: Path) -> None:
+    """``evalnb/review/`` as of ``revision``, as the package ``review_before`` in ``into``."""
+    package = into / "review_before"
+    package.mkdir()
+    names = subprocess.run(
+        ["git", "ls-tree", "--name-only", f"{revision}:evalnb/review/"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout.split()
+    for name in names:
+        source = subprocess.run(
+            ["git", "show", f"{revision}:evalnb/review/{name}"],
+            check=True,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        ).stdout
+        (package / name).write_text(source.replace("evalnb.review", "review_before"))
+
+
+def builds(big: Path, tmp: Path, rounds: int) -> dict[str, list[dict]]:
+    """Load and build times of the panel, before and after, rounds alternating."""
+    times: dict[str, list[dict]] = {"before": [], "after": []}
+    for r in range(rounds):
+        for version in ("before", "after") if r % 2 == 0 else ("after", "before"):
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, str(big), str(tmp), version],
+                check=True,
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            ).stdout
+            times[version].append(json.loads(out.strip().splitlines()[-1]))
+            print(f"  round {r + 1}: {version}: {times[version][-1]}", flush=True)
+    return times
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--before", default="5f09da2", help="git revision of the baseline")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp) / "big", Path(tmp) / "small"
         write_run(big, rows(100, 500), batch=5000)
         write_run(small, rows(4, 25), batch=5000)
-        started = time.perf_counter()
+        review_before(args.before, Path(tmp))
+        built = builds(big, Path(tmp), args.rounds)
         panel = annotate(load(big), "bench")
-        built = time.perf_counter() - started
         little = annotate(load(small), "bench")
 
         def next_small() -> None:
@@ -75,11 +157,18 @@ def main() -> None:
             panel.failing_only.value = not panel.failing_only.value
 
         results["filter change, 100,000 samples"] = timed(flip, 20)
-    print(f"panel built on 100,000 samples in {built:.2f} s")
+    print(f"\nbuilding the panel on 100,000 samples, {args.rounds} rounds (before = {args.before})")
+    print("| version | annotate(run), median | best | evalnb.load, median |")
+    print("|---|---|---|---|")
+    for version, values in built.items():
+        build = [v["build"] for v in values]
+        load_median = median(v["load"] for v in values)
+        print(f"| {version} | {median(build):.2f} s | {min(build):.2f} s | {load_median:.2f} s |")
+    print()
     print("| action | mean | median | p99 |")
     print("|---|---|---|---|")
-    for name, (mean, median, p99) in results.items():
-        print(f"| {name} | {mean:.2f} ms | {median:.2f} ms | {p99:.2f} ms |")
+    for name, (average, middle, p99) in results.items():
+        print(f"| {name} | {average:.2f} ms | {middle:.2f} ms | {p99:.2f} ms |")
 
 
 if __name__ == "__main__":

@@ -10,10 +10,11 @@ net of a bare interpreter start, and the ratio of ``import evalnb`` to ``import 
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
+
+import numpy as np
 
 STATEMENTS = {
     "python -c pass": "pass",
@@ -38,7 +39,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, statement in STATEMENTS.items():
             times[name].append(_once(statement))
-    median = {name: statistics.median(values) for name, values in times.items()}
+    median = {name: float(np.median(values)) for name, values in times.items()}
     bare = median["python -c pass"]
     print(f"{'statement':<40} {'median':>8} {'net of start':>13}")
     for name, value in median.items():

@@ -2,7 +2,9 @@
 
 The report never shows raw answers, prompts or model output: only ids, names, counts
 and statistics. Text and HTML are rendered from the same sections; the HTML page also
-embeds the plots (PNG, base64), so it stays one self-contained file.
+embeds the plots (PNG, base64), so it stays one self-contained file. A per-case figure
+shows the ``FIGURE_CASES`` cases to look at first and the tables list up to ``MAX_CASES``:
+matplotlib's time grows with every row drawn, and it is most of the page's time.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ __all__ = ["report_html", "report_text"]
 MAX_CASES = 100
 #: Cases listed under "cases that moved most".
 MAX_MOVED = 10
+#: Rows of a per-case figure: the lowest rates, the least agreement, the largest moves.
+FIGURE_CASES = 20
 
 
 @dataclass
@@ -257,11 +261,18 @@ def _cases_section(run: Run, check: str, level: float) -> Section:
         wide = wide.head(MAX_CASES)
     shown = set(wide["case_id"])
     table = table[table["case_id"].astype(object).isin(shown)]
+    if len(shown) > FIGURE_CASES:
+        notes.append(
+            f"the figures show the {FIGURE_CASES} cases with the lowest pass rates and the "
+            f"{FIGURE_CASES} with the least agreement"
+        )
     plots = [
         Plot(
             f"Pass rate per case and variant, check '{check}', with the suite rate on top",
             lambda: _plots().plot_intervals(
-                table, suite=suite_rate(run, "variant", check=check, level=level), check=check
+                _fewest(table, "estimate"),
+                suite=suite_rate(run, "variant", check=check, level=level),
+                check=check,
             ),
         ),
         Plot(
@@ -272,9 +283,16 @@ def _cases_section(run: Run, check: str, level: float) -> Section:
     return Section(f"Per case, check '{check}'", wide, notes, plots)
 
 
+def _fewest(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The rows of the ``FIGURE_CASES`` cases with the lowest mean ``column`` (NaN last)."""
+    mean = frame.groupby(frame["case_id"].astype(object), sort=False)[column].mean()
+    cases = mean.sort_values(kind="stable", na_position="last").index[:FIGURE_CASES]
+    return frame[frame["case_id"].astype(object).isin(cases)]
+
+
 def _agreement_of(run: Run, check: str, cases: set[str]) -> pd.DataFrame:
     frame = agreement(run, check=check)
-    return frame[frame["case_id"].astype(object).isin(cases)]
+    return _fewest(frame[frame["case_id"].astype(object).isin(cases)], "agreement")
 
 
 def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> list[Section]:
@@ -305,7 +323,8 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
             Plot(
                 f"Per-case differences {variant} - {baseline} under the mean difference and "
                 "its interval",
-                partial(_compare_plot, result, every.head(MAX_CASES), run.variants),
+                # compare_cases lists the largest moves first.
+                partial(_compare_plot, result, every.head(FIGURE_CASES), run.variants),
             )
         )
         cases = every[every["paired"] & (every["diff"].abs() > 0)].head(MAX_MOVED)
@@ -325,7 +344,12 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
         [
             "paired per-case differences (B - A), standard error across cases, t interval "
             "with cases - 1 degrees of freedom: it generalises to new cases like these; "
-            "never decided from overlapping intervals"
+            "never decided from overlapping intervals",
+            *(
+                [f"the figures mark the {FIGURE_CASES} cases that moved most"]
+                if len(run.cases) > FIGURE_CASES
+                else []
+            ),
         ],
         plots,
     )

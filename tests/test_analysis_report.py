@@ -10,7 +10,7 @@ import pytest
 
 from evalnb.analysis import load
 from evalnb.cli.analyse import add_report_arguments, report_command
-from evalnb.report import report_html, report_text
+from evalnb.report import FIGURE_CASES, report_html, report_text
 from tests.test_analysis_runs import counts_rows, write_run
 
 
@@ -78,3 +78,17 @@ def test_report_command_usage_errors(shop: Path, tmp_path: Path) -> None:
     assert code == 2 and "'baseline' must be one of 'v1', 'v2'; got 'v9'" in err
     code, _, err = run_cli(str(shop), "--check", "nope")
     assert code == 2 and "'check' must be one of 'all', 'ok'; got 'nope'" in err
+
+
+def test_per_case_figures_draw_the_cases_to_look_at_first(tmp_path: Path) -> None:
+    passes = {"v1": [i % 11 for i in range(30)], "v2": [10 - i % 11 for i in range(30)]}
+    run = load(write_run(tmp_path / "many", counts_rows(passes, 10)))
+    text = report_text(run)
+    assert f"the figures show the {FIGURE_CASES} cases with the lowest pass rates" in text
+    assert f"the figures mark the {FIGURE_CASES} cases that moved most" in text
+    assert "case-29" in text  # the table still lists every case
+    assert report_html(run).count("<img class='plot'") == 4
+
+
+def test_a_small_run_draws_every_case(shop: Path) -> None:
+    assert "the figures" not in report_text(load(shop))

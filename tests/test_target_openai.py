@@ -1,16 +1,22 @@
 """OpenAIChat and the runner against the real stand-in server on 127.0.0.1."""
 
+import asyncio
 import json
+import re
 import signal
+import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
 import pytest
 
-from evalnb import Case, OpenAIChat, Variant, run, store
+from evalnb import Case, OpenAIChat, Request, TargetError, Variant, run, store
 from evalnb.checks import check_types
+from evalnb.targets import openai as openai_target
 
 TYPES = ", ".join(repr(name) for name in sorted(check_types()))
 SHOP = "data/cases/shop.jsonl"
@@ -210,3 +216,204 @@ def test_max_in_flight_queues_requests_without_counting_the_wait_as_timeout(tmp_
     samples = table(out, "samples")
     assert (samples.status == "completed").all()
     assert samples.latency_ms.max() >= 1000  # the sample's own wall time includes its wait
+
+
+# -- transports: httpx-aiohttp's (the default) and httpx's own behave alike --------------
+
+TRANSPORT_NAMES = ["aiohttp", "httpx"]
+
+
+def request_for(prompt: str, **params) -> Request:
+    case = Case("c", prompt=prompt)
+    variant = Variant("v", params=params)
+    return Request(case, variant, 0, ({"role": "user", "content": prompt},), variant.params)
+
+
+@pytest.mark.parametrize("transport", TRANSPORT_NAMES)
+def test_each_fault_kind_gets_the_same_status_and_message_on_both_transports(
+    tmp_path, standin, transport
+):
+    variants = [Variant("ok")] + [
+        Variant(kind, params={"standin_fault": {"kind": kind, "retry_after": 0, "ms": 5000}})
+        for kind in FAULTS
+    ]
+    target = OpenAIChat(
+        standin.base_url, "echo", timeout=0.5, max_retries=1, backoff=0.01, transport=transport
+    )
+    out = tmp_path / "r"
+    run([Case("c", prompt=f"hi {time.time()}")], target, variants=variants, out=out, progress=False)
+    samples = table(out, "samples").set_index("variant")
+    assert samples.status.to_dict() == {"ok": "completed", **FAULTS}
+    error = samples.error
+    # A dropped connection is a connection error, never a timeout, on either transport.
+    assert "disconnected" in error["drop"].lower() and "timed out" not in error["drop"]
+    assert error["hang"].startswith("timed out after 0.5 s (")
+    assert error["status_429"].startswith("HTTP 429: rate limit reached")
+    assert error["malformed"].startswith("response is not an OpenAI chat completion")
+    assert samples.retries.to_dict() == {
+        "ok": 0,
+        "status_429": 1,
+        "status_500": 1,
+        "malformed": 0,
+        "drop": 1,
+        "empty": 0,
+        "hang": 1,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("transport", TRANSPORT_NAMES)
+def test_a_refused_connection_is_retried_as_an_error_not_a_timeout(transport):
+    # httpx-aiohttp raises a refused connection as httpx.ConnectTimeout; evalnb reads the cause.
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    target = OpenAIChat(url, "echo", max_retries=1, backoff=0.01, transport=transport)
+
+    async def attempt():
+        async with target:
+            return await target.complete(request_for("hello"))
+
+    with pytest.raises(TargetError) as caught:
+        asyncio.run(attempt())
+    assert caught.value.status == "error"
+    assert "timed out" not in str(caught.value) and str(caught.value).endswith("(after 1 retries)")
+    assert caught.value.partial.retries == 1
+
+
+class BadStatusLine(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.request.recv(65536)
+        self.request.sendall(b"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.mark.parametrize("transport", TRANSPORT_NAMES)
+def test_a_response_that_is_not_http_is_retried_as_an_error(transport):
+    # aiohttp's own ClientResponseError comes through httpx-aiohttp unmapped.
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), BadStatusLine) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        target = OpenAIChat(url, "echo", max_retries=1, backoff=0.01, transport=transport)
+
+        async def attempt():
+            async with target:
+                return await target.complete(request_for("hello"))
+
+        try:
+            with pytest.raises(TargetError) as caught:
+                asyncio.run(attempt())
+        finally:
+            server.shutdown()
+    assert caught.value.status == "error" and caught.value.partial.retries == 1
+    assert "timed out" not in str(caught.value)
+
+
+def test_transport_must_be_one_of_the_two():
+    with pytest.raises(ValueError, match="'transport' must be one of 'aiohttp', 'httpx'; got 'h2'"):
+        OpenAIChat("http://127.0.0.1:1/v1", "m", transport="h2")
+
+
+@pytest.mark.parametrize("transport", TRANSPORT_NAMES)
+def test_the_manifest_records_the_transport_and_the_server(tmp_path, standin, transport):
+    out = tmp_path / "r"
+    target = OpenAIChat(standin.base_url, "echo", transport=transport)
+    run([Case("c", prompt=f"hi {time.time()}")], target, out=out, progress=False)
+    described = json.loads((out / "manifest.json").read_text())["target"]
+    assert described["transport"] == transport
+    assert described["server"]["server_header"].startswith("evalnb-standin/")
+
+
+def test_a_client_passed_in_is_used_as_it_is():
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.path.endswith("/models"):
+            return httpx.Response(200, json={"data": []})
+        reply = {"choices": [{"message": {"content": "pong"}, "finish_reason": "stop"}]}
+        return httpx.Response(200, json=reply)
+
+    async def go():
+        client = httpx.AsyncClient(
+            transport=httpx.MockTransport(handler), headers={"X-Mine": "yes"}
+        )
+        target = OpenAIChat("http://model.test/v1", "m", client=client, transport="httpx")
+        async with target:
+            completion = await target.complete(request_for("ping"))
+            described = await target.describe()
+        assert not client.is_closed  # a client passed in is left open
+        await client.aclose()
+        return completion, described
+
+    completion, described = asyncio.run(go())
+    assert completion.text == "pong" and described["transport"] == "client"
+    post = seen[0]
+    assert post.headers["x-mine"] == "yes" and post.headers["content-type"] == "application/json"
+    assert json.loads(post.content)["messages"] == [{"role": "user", "content": "ping"}]
+
+
+@pytest.mark.parametrize("transport", TRANSPORT_NAMES)
+def test_the_request_sent_through_the_transport_is_the_one_the_client_would_send(
+    monkeypatch, transport
+):
+    # OpenAIChat sends through its own client's transport; what reaches the transport must be
+    # what client.post would have built: the client's headers, the key, the timeouts.
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        reply = {"choices": [{"message": {"content": "pong"}, "finish_reason": "stop"}]}
+        return httpx.Response(200, json=reply)
+
+    monkeypatch.setattr(openai_target, "_transport", lambda name: httpx.MockTransport(handler))
+    monkeypatch.setenv("EVALNB_TEST_KEY", "sk-test")
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+
+    async def go():
+        target = OpenAIChat(
+            "http://model.test/v1",
+            "m",
+            api_key_env="EVALNB_TEST_KEY",
+            timeout=7,
+            transport=transport,
+        )
+        async with target:
+            await target.complete(request_for("ping", temperature=0.5))
+            expected = target._ensure_client().build_request(
+                "POST", "http://model.test/v1/chat/completions", content=b"{}"
+            )
+        return expected
+
+    expected = asyncio.run(go())
+    (request,) = sent
+    assert str(request.url) == "http://model.test/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer sk-test"
+    assert request.headers["content-type"] == "application/json"
+    for name in ("user-agent", "accept", "accept-encoding", "host"):
+        assert request.headers[name] == expected.headers[name]
+    assert request.extensions["timeout"] == expected.extensions["timeout"]
+    assert (
+        request.extensions["timeout"]["read"] == 7 and request.extensions["timeout"]["pool"] is None
+    )
+    assert json.loads(request.content) == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "ping"}],
+        "temperature": 0.5,
+    }
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://127.0.0.1:99999/v1", "'base_url' has port 99999, not 1 to 65535"),
+        ("http://exa%20mple:80/v1", "'base_url' must name a host or an IP address"),
+    ],
+)
+def test_a_base_url_no_connection_could_reach_is_refused_at_once(url, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        OpenAIChat(url, "m")

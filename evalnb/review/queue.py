@@ -79,25 +79,18 @@ class Queue:
         self.failing = every[pos] == _FAIL
         machine = (every if check is None else check_outcomes(run, check)[0])[pos]
         self.check_fails, self.check_passes = machine == _FAIL, machine == _PASS
-        rows = rows.sort_values("position", kind="stable")
-        self._check_at = rows["position"].to_numpy()
-        self._check_name = rows["check"].astype(str).to_numpy(dtype=object)
-        self._check_outcome = (
-            rows["outcome"].astype("boolean").to_numpy(dtype=object, na_value=None)
-        )
-        self._check_detail = rows["detail"].to_numpy(dtype=object)
+        # The check rows in sample order, as positions into `rows`: a view reads its few
+        # rows, so nothing is converted for the whole run while the panel is built.
+        at = rows["position"].to_numpy()
+        self._check_order = np.argsort(at, kind="stable")
+        self._check_at = at[self._check_order]
+        self._checks = rows[["check", "outcome", "detail"]]
 
         cases = run.cases
         self._review = {
             (str(r), str(c)): v
             for r, c, v in zip(cases["run_id"], cases["case_id"], cases["review"], strict=True)
         }
-        self._answer = samples["answer"].to_numpy(dtype=object)
-        self._prompt = samples["prompt"].to_numpy(dtype=object)
-        self._status = samples["status"].astype(str).to_numpy(dtype=object)
-        self._error = samples["error"].to_numpy(dtype=object)
-        self._requested = samples["requested"]
-        self._executed = samples["executed"]
 
     def options(self, column: str) -> list[tuple[str, int]]:
         """(name, code) of each ``variant`` or ``case_id`` among the queued samples."""
@@ -129,20 +122,29 @@ class Queue:
         key = self.key(row)
         start = int(np.searchsorted(self._check_at, row, side="left"))
         end = int(np.searchsorted(self._check_at, row, side="right"))
+        samples, checks = self.samples, self._checks
         return SampleView(
             key=key,
-            status=self._status[row],
-            prompt=self._prompt[row],
-            answer=self._answer[row],
-            error=self._error[row],
+            status=str(samples["status"].iat[row]),
+            prompt=samples["prompt"].iat[row],
+            answer=samples["answer"].iat[row],
+            error=samples["error"].iat[row],
             review=self._review.get((key["run_id"], key["case_id"])),
-            requested=_listed(self._requested.iat[row]),
-            executed=_listed(self._executed.iat[row]),
+            requested=_listed(samples["requested"].iat[row]),
+            executed=_listed(samples["executed"].iat[row]),
             checks=[
-                (self._check_name[i], self._check_outcome[i], self._check_detail[i])
-                for i in range(start, end)
+                (
+                    str(checks["check"].iat[i]),
+                    _outcome(checks["outcome"].iat[i]),
+                    checks["detail"].iat[i],
+                )
+                for i in self._check_order[start:end].tolist()
             ],
         )
+
+
+def _outcome(value: Any) -> bool | None:
+    return None if value is pd.NA else bool(value)
 
 
 def _listed(value: Any) -> list[dict[str, Any]]:

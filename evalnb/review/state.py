@@ -77,7 +77,9 @@ class ReviewState:
         self.advance = advance
         self.draft = ""
         self.filters = Filters()
-        self._stores = {run_id: VerdictStore(path) for run_id, path in self.run.paths.items()}
+        # Opened at the first verdict: a store reads its run's manifest, which holds the
+        # whole plan (megabytes for a large run), and the Run has read it once already.
+        self._stores: dict[str, VerdictStore] = {}
         self._index = np.zeros(0, dtype=np.int64)
         self._at = 0
         self._reviewed = 0
@@ -263,6 +265,12 @@ class ReviewState:
 
     # -- saving ---------------------------------------------------------------------------
 
+    def _store(self, run_id: str) -> VerdictStore:
+        store = self._stores.get(run_id)
+        if store is None:
+            store = self._stores[run_id] = VerdictStore(self.run.paths[run_id])
+        return store
+
     def record(self, verdict: str) -> SampleKey | None:
         """Save ``verdict`` (``pass``, ``fail`` or ``needs_review``) with ``draft`` as the
         reason for the shown sample, and with ``advance`` move on to the next one.
@@ -278,7 +286,7 @@ class ReviewState:
             return None
         key = self.queue.key(row)
         reason = self.draft.strip()
-        saved = self._stores[key["run_id"]].save(
+        saved = self._store(key["run_id"]).save(
             key["case_id"],
             key["variant"],
             key["repeat"],

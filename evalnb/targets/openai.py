@@ -1,4 +1,4 @@
-"""An OpenAI-compatible chat endpoint over httpx."""
+"""An OpenAI-compatible chat endpoint over httpx, on aiohttp's connection pool by default."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import email.utils
 import json
 import os
 import random
+import re
+import sys
 import time
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,10 +20,15 @@ import httpx
 from evalnb._exceptions import TargetError
 from evalnb._types import Completion, Request, ToolCall
 
-__all__ = ["OpenAIChat"]
+__all__ = ["TRANSPORTS", "OpenAIChat"]
+
+#: The transports :class:`OpenAIChat` can build its client on.
+TRANSPORTS = ("aiohttp", "httpx")
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER = 60.0
+# No cap on connections: max_in_flight and the runner's concurrency bound them.
+_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=512)
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -50,6 +58,59 @@ def _error_text(response: httpx.Response) -> str:
     )
 
 
+def _chat_url(base_url: str) -> httpx.URL:
+    """``{base_url}/chat/completions``, refused here when no connection could reach it (rather
+    than retried for every sample)."""
+    try:
+        url = httpx.URL(f"{base_url}/chat/completions")
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"'base_url' is not a valid URL ({exc}); got {base_url!r}") from None
+    if not re.fullmatch(r"[\w.-]+|[0-9A-Fa-f:.]+", url.host):
+        raise ValueError(f"'base_url' must name a host or an IP address; got {base_url!r}")
+    if url.port is not None and not 0 < url.port < 65536:
+        raise ValueError(f"'base_url' has port {url.port}, not 1 to 65535; got {base_url!r}")
+    return url
+
+
+def _transport(name: str) -> httpx.AsyncBaseTransport:
+    """httpx's own transport or httpx-aiohttp's, both with the pool of ``_LIMITS``."""
+    if name == "httpx":
+        return httpx.AsyncHTTPTransport(limits=_LIMITS)
+    # Imported here: aiohttp would add a third of a second to importing the runner.
+    import aiohttp
+    from httpx_aiohttp import AiohttpTransport
+
+    def session() -> aiohttp.ClientSession:
+        # limit=0 is no cap; httpx-aiohttp itself leaves aiohttp's 100 for max_connections=None.
+        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=_LIMITS.keepalive_expiry)
+        return aiohttp.ClientSession(connector=connector)
+
+    return AiohttpTransport(limits=_LIMITS, client=session)
+
+
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """What a request that got no response raises: httpx's transport errors, and aiohttp's
+    own once aiohttp is loaded (httpx-aiohttp lets some through, a malformed status line)."""
+    aiohttp = sys.modules.get("aiohttp")
+    return (
+        (httpx.TransportError,) if aiohttp is None else (httpx.TransportError, aiohttp.ClientError)
+    )
+
+
+def _no_response(exc: Exception, timeout: float) -> tuple[str, str]:
+    """The message and sample status of a request that got no response.
+
+    httpx-aiohttp raises every aiohttp connection error, a refused or dropped connection too,
+    as ``httpx.ConnectTimeout`` with aiohttp's error as the cause: the cause says what happened.
+    """
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None and isinstance(exc.__cause__, aiohttp.ClientError):
+        exc = exc.__cause__
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        return f"timed out after {timeout:g} s ({type(exc).__name__})", "timeout"
+    return f"{type(exc).__name__}: {exc or 'connection failed'}", "error"
+
+
 class OpenAIChat:
     """POST ``{base_url}/chat/completions`` for every sample.
 
@@ -63,9 +124,12 @@ class OpenAIChat:
     ``Retry-After`` is honoured. The retry count is recorded on the sample.
 
     ``max_in_flight`` caps this target's concurrent requests below the runner's
-    concurrency: 1 for a server that answers one request at a time (llama.cpp), or a few
-    for a fast local server, where httpx spends less CPU with fewer open requests. The
+    concurrency: 1 for a server that answers one request at a time (llama.cpp). The
     timeout of a request starts when it is sent, never while it waits for its turn.
+
+    The ``httpx.AsyncClient`` underneath runs on ``transport``: ``"aiohttp"`` (httpx-aiohttp's
+    ``AiohttpTransport``, the default: several times less CPU per request than httpx's own)
+    or ``"httpx"``. A ``client`` passed in is used as it is, and ``transport`` is ignored.
     """
 
     def __init__(
@@ -80,6 +144,7 @@ class OpenAIChat:
         backoff: float = 0.5,
         max_backoff: float = 20.0,
         max_in_flight: int | None = None,
+        transport: str = "aiohttp",
         client: httpx.AsyncClient | None = None,
     ):
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
@@ -94,6 +159,9 @@ class OpenAIChat:
             raise ValueError(f"'max_retries' must be >= 0; got {max_retries!r}")
         if max_in_flight is not None and max_in_flight < 1:
             raise ValueError(f"'max_in_flight' must be None or >= 1; got {max_in_flight!r}")
+        if transport not in TRANSPORTS:
+            options = ", ".join(repr(t) for t in TRANSPORTS)
+            raise ValueError(f"'transport' must be one of {options}; got {transport!r}")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
@@ -103,9 +171,15 @@ class OpenAIChat:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.max_in_flight = max_in_flight
+        self.transport = transport
+        self._url = _chat_url(self.base_url)
         self._client = client
         self._owns_client = client is None
         self._gate: asyncio.Semaphore | None = None
+        # Set while this target's own client may be bypassed (see _post).
+        self._direct: httpx.AsyncBaseTransport | None = None
+        self._sent_headers: dict[str, str] = {}
+        self._extensions: dict[str, Any] = {}
 
     async def __aenter__(self) -> OpenAIChat:
         self._ensure_client()
@@ -119,14 +193,22 @@ class OpenAIChat:
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
+            self._direct = None
         self._gate = None
 
     def _ensure_client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(
+            transport = _transport(self.transport)
+            self._client = client = httpx.AsyncClient(
+                transport=transport,
                 timeout=httpx.Timeout(self.timeout, pool=None),
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=512),
+                limits=_LIMITS,  # for the transports the client mounts for proxies
             )
+            # With a proxy named in the environment the client routes through it; otherwise
+            # the client adds nothing to its transport that this target needs.
+            self._direct = None if urllib.request.getproxies() else transport
+            self._sent_headers = {**client.headers, "Content-Type": "application/json"}
+            self._extensions = {"timeout": client.timeout.as_dict()}
         return self._client
 
     def _in_flight(self) -> Any:
@@ -163,13 +245,36 @@ class OpenAIChat:
         ceiling = min(self.max_backoff, self.backoff * 2**attempt)
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
+    async def _post(self, client: httpx.AsyncClient, content: bytes) -> httpx.Response:
+        """POST ``content`` to the chat route and read the whole response."""
+        transport = self._direct
+        if transport is None:
+            headers = {"Content-Type": "application/json", **self._headers()}
+            return await client.post(self._url, content=content, headers=headers)
+        # AsyncClient.send costs about as much CPU again as the aiohttp transport under it
+        # (auth flow, redirects, cookies, hooks: none of which this client has), which a
+        # fast local server shows (BENCHMARKS.md, runner (b)). The request is the one
+        # client.post would build: the client's headers and timeouts.
+        request = httpx.Request(
+            "POST",
+            self._url,
+            content=content,
+            headers={**self._sent_headers, **self._headers()},
+            extensions=self._extensions,
+        )
+        response = await transport.handle_async_request(request)
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return response
+
     async def complete(self, request: Request) -> Completion:
         client = self._ensure_client()
         body = self._body(request)
         # Serialised once: the bytes sent are the text recorded on the sample.
         sent = json.dumps(body, ensure_ascii=False)
-        headers = {"Content-Type": "application/json", **self._headers()}
-        url = f"{self.base_url}/chat/completions"
+        content = sent.encode()
         retries = 0
         while True:
             response: httpx.Response | None = None
@@ -177,14 +282,9 @@ class OpenAIChat:
             status = "error"
             try:
                 async with self._in_flight():
-                    response = await client.post(url, content=sent.encode(), headers=headers)
-            except httpx.TimeoutException as exc:
-                failure, status = (
-                    f"timed out after {self.timeout:g} s ({type(exc).__name__})",
-                    "timeout",
-                )
-            except httpx.TransportError as exc:
-                failure = f"{type(exc).__name__}: {exc or 'connection failed'}"
+                    response = await self._post(client, content)
+            except _transport_errors() as exc:
+                failure, status = _no_response(exc, self.timeout)
             else:
                 if response.status_code == 200:
                     return self._parse(response, sent, retries)
@@ -252,7 +352,13 @@ class OpenAIChat:
             "timeout": self.timeout,
             "max_retries": self.max_retries,
             "max_in_flight": self.max_in_flight,
+            "transport": self.transport if self._owns_client else "client",
         }
+        errors: tuple[type[Exception], ...] = (
+            *_transport_errors(),
+            httpx.HTTPError,
+            json.JSONDecodeError,
+        )
         try:
             response = await self._ensure_client().get(
                 f"{self.base_url}/models", headers=self._headers()
@@ -262,6 +368,6 @@ class OpenAIChat:
                 "server_header": response.headers.get("server"),
                 "models": response.json() if response.status_code == 200 else None,
             }
-        except (httpx.HTTPError, json.JSONDecodeError) as exc:
+        except errors as exc:
             info["server"] = {"error": self._redact(f"{type(exc).__name__}: {exc}")}
         return info
