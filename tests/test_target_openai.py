@@ -417,3 +417,24 @@ def test_the_request_sent_through_the_transport_is_the_one_the_client_would_send
 def test_a_base_url_no_connection_could_reach_is_refused_at_once(url, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         OpenAIChat(url, "m")
+
+
+def test_a_key_with_a_control_character_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    secret = "sk-evalnb-0123456789abcdef"
+    monkeypatch.setenv("EVALNB_CR_KEY", secret + "\r")
+    with pytest.raises(ValueError, match="control character") as caught:
+        OpenAIChat("http://127.0.0.1:1/v1", "m", api_key_env="EVALNB_CR_KEY")
+    assert secret not in str(caught.value)
+    out = tmp_path / "r"
+    process = subprocess.run(
+        [
+            *(sys.executable, "-m", "evalnb.cli", "run", SHOP),
+            *("--base-url", "http://127.0.0.1:1/v1", "--model", "m"),
+            *("--api-key-env", "EVALNB_CR_KEY", "--out", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert process.returncode == 2
+    assert len(process.stderr.strip().splitlines()) == 1 and secret not in process.stderr
+    assert not out.exists()

@@ -153,6 +153,13 @@ class OpenAIChat:
             raise ValueError(
                 f"'api_key_env' names {api_key_env!r}, but that environment variable is not set"
             )
+        if api_key_env is not None and not os.environ[api_key_env].isprintable():
+            # A key with a stray "\r" or newline would be refused by the HTTP layer, whose
+            # error quotes the header: say so before anything runs, never showing the key.
+            raise ValueError(
+                f"'api_key_env' names {api_key_env!r}, whose value holds a control character "
+                "(a line ending copied with the key?); remove it and try again"
+            )
         if timeout <= 0:
             raise ValueError(f"'timeout' must be > 0 seconds; got {timeout!r}")
         if max_retries < 0:
