@@ -438,3 +438,57 @@ def test_a_key_with_a_control_character_is_refused_before_anything_runs(tmp_path
     assert process.returncode == 2
     assert len(process.stderr.strip().splitlines()) == 1 and secret not in process.stderr
     assert not out.exists()
+
+
+def test_a_server_dripping_its_answer_ends_at_the_whole_request_timeout():
+    import threading
+
+    from aiohttp import web
+
+    async def drip(request):
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        for _ in range(100):  # 1 byte every 0.2 s: each wait is short, the whole is 20 s
+            await response.write(b" ")
+            await asyncio.sleep(0.2)
+        return response
+
+    ready, holder = threading.Event(), {}
+
+    def serve():
+        loop = asyncio.new_event_loop()
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", drip)
+        runner = web.AppRunner(app)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        holder.update(loop=loop, port=runner.addresses[0][1], runner=runner)
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    ready.wait(10)
+    try:
+        for transport in ("aiohttp", "httpx"):
+            target = OpenAIChat(
+                f"http://127.0.0.1:{holder['port']}/v1",
+                "m",
+                timeout=1.0,
+                max_retries=0,
+                transport=transport,
+            )
+            variant = Variant("baseline")
+            case = Case("c", prompt="hi")
+            request = Request(case, variant, 0, variant.messages_for(case), {})
+            started = time.monotonic()
+            with pytest.raises(TargetError) as caught:
+                asyncio.run(target.complete(request))
+            assert caught.value.status == "timeout", transport
+            assert time.monotonic() - started < 5, transport
+    finally:
+        holder["loop"].call_soon_threadsafe(holder["loop"].stop)
+        thread.join(10)

@@ -289,8 +289,11 @@ class OpenAIChat:
             status = "error"
             try:
                 async with self._in_flight():
-                    response = await self._post(client, content)
-            except _transport_errors() as exc:
+                    # The whole exchange, not only each wait between bytes: a server that
+                    # drips its answer a byte at a time still ends at the timeout.
+                    async with asyncio.timeout(self.timeout):
+                        response = await self._post(client, content)
+            except (*_transport_errors(), TimeoutError) as exc:
                 failure, status = _no_response(exc, self.timeout)
             else:
                 if response.status_code == 200:
