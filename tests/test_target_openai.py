@@ -485,8 +485,13 @@ def test_a_server_dripping_its_answer_ends_at_the_whole_request_timeout():
             case = Case("c", prompt="hi")
             request = Request(case, variant, 0, variant.messages_for(case), {})
             started = time.monotonic()
+
+            async def ask(target=target, request=request):
+                async with target:
+                    return await target.complete(request)
+
             with pytest.raises(TargetError) as caught:
-                asyncio.run(target.complete(request))
+                asyncio.run(ask())
             assert caught.value.status == "timeout", transport
             assert time.monotonic() - started < 5, transport
     finally:
