@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
@@ -10,21 +11,19 @@ __all__ = ["run_sync"]
 
 
 def run_sync(coroutine: Any) -> Any:
-    """``asyncio.run`` when no loop runs here; otherwise a private loop on a thread.
+    """Run ``coroutine`` on a private loop in a worker thread, from any synchronous code (a
+    running loop here, as in Jupyter, is left untouched).
 
-    Ctrl-C (a kernel interrupt) cancels the coroutine and waits for it to clean up.
+    Ctrl-C (a kernel interrupt) cancels the coroutine and waits for it to clean up; further
+    Ctrl-Cs while it cleans up are ignored, so what finished is always saved.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
     return _in_thread(coroutine)
 
 
 def _in_thread(coroutine: Any) -> Any:
     """Run on a private loop in a thread, so a caller's running loop (Jupyter) is untouched."""
     box: dict[str, Any] = {}
-    ready = threading.Event()
+    ready, finished = threading.Event(), threading.Event()
 
     def main() -> None:
         loop = asyncio.new_event_loop()
@@ -36,18 +35,39 @@ def _in_thread(coroutine: Any) -> Any:
         except BaseException as exc:
             box["error"] = exc
         finally:
-            loop.close()
+            try:
+                _finish(loop)
+            finally:
+                loop.close()
+                finished.set()
 
     thread = threading.Thread(target=main, name="evalnb-run", daemon=True)
     thread.start()
     ready.wait()
+    # An Event, not Thread.join: a Ctrl-C that interrupts join() can leave the thread
+    # looking finished while it still runs (CPython's join is not safe to interrupt).
     try:
-        while thread.is_alive():
-            thread.join(0.1)
+        while not finished.wait(0.1):
+            pass
     except KeyboardInterrupt:
         box["loop"].call_soon_threadsafe(box["task"].cancel)
-        thread.join()
+        while not finished.is_set():
+            # A second Ctrl-C (or SIGTERM) must not cut the flush short.
+            with contextlib.suppress(KeyboardInterrupt):
+                finished.wait()
         raise
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def _finish(loop: asyncio.AbstractEventLoop) -> None:
+    """What ``asyncio.run`` does on the way out: cancel what still runs (a KeyboardInterrupt
+    raised inside a task leaves the run's task pending) and let its ``finally`` blocks run,
+    so the run saves what finished and marks itself interrupted."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())

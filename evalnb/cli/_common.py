@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NoReturn, TextIO
 
 from evalnb._exceptions import EvalnbError
@@ -17,6 +19,7 @@ __all__ = [
     "Parser",
     "UsageError",
     "guarded",
+    "interrupts_once",
 ]
 
 #: The command did its job (for ``run``: the experiment ran and was written).
@@ -54,3 +57,28 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
+
+
+@contextlib.contextmanager
+def interrupts_once() -> Iterator[None]:
+    """While inside, the first Ctrl-C or SIGTERM (a job stopped by CI, ``kill``) interrupts
+    the run, which saves what finished, ends its harnesses and is marked interrupted; the
+    signals after it are ignored, so the saving is never cut short."""
+    interrupted = False
+
+    def interrupt(signum: int, frame: object) -> None:
+        nonlocal interrupted
+        if not interrupted:
+            interrupted = True
+            raise KeyboardInterrupt
+
+    try:
+        previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

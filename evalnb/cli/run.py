@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb._types import Variant
-from evalnb.cli._common import UsageError
+from evalnb.cli._common import UsageError, interrupts_once
 from evalnb.containment import Containment
 from evalnb.experiment import load_experiment, parse_value, parse_variant
 from evalnb.runner import run
@@ -226,26 +226,28 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
             judge = OpenAIChat(
                 judge_url, judge_spec["model"], api_key_env=judge_spec.get("api_key_env")
             )
-        try:
-            result = run(
-                cases,
-                target,
-                variants=variants,
-                judge=judge,
-                defaults=experiment.defaults if experiment else None,
-                out=args.out,
-                resume=args.resume,
-                progress=not args.no_progress,
-                command=["evalnb", *argv],
-                on_start=lambda path: print(f"writing {path}", file=sys.stderr),
-                **settings,
-            )
-        except KeyboardInterrupt:
-            again = shlex.join(["evalnb", *argv, *([] if args.resume else ["--resume"])])
-            print(
-                f"\ninterrupted; what finished is saved. Resume with:\n  {again}", file=sys.stderr
-            )
-            return 130
+        with interrupts_once():
+            try:
+                result = run(
+                    cases,
+                    target,
+                    variants=variants,
+                    judge=judge,
+                    defaults=experiment.defaults if experiment else None,
+                    out=args.out,
+                    resume=args.resume,
+                    progress=not args.no_progress,
+                    command=["evalnb", *argv],
+                    on_start=lambda path: print(f"writing {path}", file=sys.stderr),
+                    **settings,
+                )
+            except KeyboardInterrupt:
+                again = shlex.join(["evalnb", *argv, *([] if args.resume else ["--resume"])])
+                print(
+                    f"\ninterrupted; what finished is saved. Resume with:\n  {again}",
+                    file=sys.stderr,
+                )
+                return 130
     print(result.summary())
     return 0
 
