@@ -283,6 +283,7 @@ class OpenAIChat:
         sent = json.dumps(body, ensure_ascii=False)
         content = sent.encode()
         retries = 0
+        no_response: tuple[type[Exception], ...] = (*_transport_errors(), TimeoutError)
         while True:
             response: httpx.Response | None = None
             failure: str
@@ -293,7 +294,7 @@ class OpenAIChat:
                     # drips its answer a byte at a time still ends at the timeout.
                     async with asyncio.timeout(self.timeout):
                         response = await self._post(client, content)
-            except (*_transport_errors(), TimeoutError) as exc:
+            except no_response as exc:
                 failure, status = _no_response(exc, self.timeout)
             else:
                 if response.status_code == 200:
