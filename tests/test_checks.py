@@ -138,3 +138,18 @@ def test_a_check_may_return_a_score_and_passes_at_its_threshold():
     assert (result.outcome, result.score) == (True, 0.9)
     (result,) = run_checks([as_check(lambda a: Outcome(True, "", None, 1.5), "b")], sample("x"))
     assert result.outcome is False and "score must be a number in [0, 1]" in result.detail
+
+
+def test_a_catastrophic_regex_fails_at_its_time_budget_instead_of_hanging():
+    import time
+
+    # The regex package already answers "(a+)+$" at once; "(a|aa)+$" still backtracks.
+    assert outcome({"type": "regex", "pattern": "(a+)+$"}, "a" * 32 + "!")[0] is False
+    spec = {"type": "regex", "pattern": "(a|aa)+$", "timeout": 0.5}
+    started = time.monotonic()
+    passed, detail = outcome(spec, "a" * 40 + "!")
+    assert time.monotonic() - started < 5  # re.search here runs for minutes
+    assert passed is False and detail.startswith("gave up after 0.5 s")
+    assert outcome({"type": "regex", "pattern": "a+$"}, "aaa") == (True, "")
+    with pytest.raises(ValueError, match=r"'checks\.timeout' must be a number of seconds > 0"):
+        build_check({"type": "regex", "pattern": "a", "timeout": 0}, where="checks")

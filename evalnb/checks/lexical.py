@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from evalnb._numbers import is_whole
+import regex
+
+from evalnb._numbers import is_number, is_whole
 from evalnb._types import Sample
 from evalnb.checks._base import SpecCheck, register
 
@@ -41,8 +42,8 @@ def _count(value: Any) -> int:
 def _pattern(value: Any) -> str:
     _text(value)
     try:
-        re.compile(value)
-    except re.error as exc:
+        regex.compile(value)
+    except regex.error as exc:
         raise ValueError(f"must be a valid regular expression ({exc})") from None
     return value
 
@@ -135,22 +136,39 @@ class WordCount(SpecCheck):
         return None
 
 
+def _seconds(value: Any) -> float:
+    if not is_number(value, 0, open_low=True):
+        raise ValueError("must be a number of seconds > 0")
+    return float(value)
+
+
+#: Seconds one regex search may take before the check gives up (and fails, saying so).
+REGEX_TIMEOUT = 2.0
+
+
 @register
 class Regex(SpecCheck):
-    """The answer matches ``pattern`` somewhere (``re.search``)."""
+    """The answer matches ``pattern`` somewhere (a search with the ``regex`` package, which
+    gives up after ``timeout`` seconds: a catastrophic pattern such as ``(a+)+$`` fails the
+    check instead of hanging the run)."""
 
     type = "regex"
     required = {"pattern": _pattern}
-    optional = {"ignore_case": _flag}
+    optional = {"ignore_case": _flag, "timeout": _seconds}
 
     def validate(self, where: str) -> None:
-        flags = re.IGNORECASE if self.values.get("ignore_case", False) else 0
-        self.compiled = re.compile(self.values["pattern"], flags)
+        flags = regex.IGNORECASE if self.values.get("ignore_case", False) else 0
+        self.compiled = regex.compile(self.values["pattern"], flags)
+        self.timeout = self.values.get("timeout", REGEX_TIMEOUT)
 
     def label(self) -> str:
         return self.values["pattern"]
 
     def __call__(self, sample: Sample) -> str | None:
-        if self.compiled.search(sample.answer or ""):
+        try:
+            found = self.compiled.search(sample.answer or "", timeout=self.timeout)
+        except TimeoutError:
+            return f"gave up after {self.timeout:g} s: /{self.values['pattern']}/ is too slow here"
+        if found:
             return None
         return f"does not match /{self.values['pattern']}/"
