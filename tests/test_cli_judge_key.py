@@ -13,9 +13,10 @@ from evalnb.standin import StandIn
 CASES = str(Path(__file__).resolve().parent.parent / "data" / "cases" / "shop_judged.jsonl")
 
 
-def _authorized(server: StandIn, path: str) -> set[bool]:
+def _authorized(server: StandIn) -> set[bool]:
+    """Whether each chat request the server logged came with a key (the log holds no value)."""
     log = httpx.get(f"{server.url}/_standin/requests").json()
-    return {entry["authorized"] for entry in log if entry.get("path", path) == path}
+    return {entry["authorized"] for entry in log}
 
 
 @pytest.mark.parametrize("judge_key", [None, "EVALNB_JUDGE_KEY"])
@@ -33,5 +34,5 @@ def test_a_judge_elsewhere_gets_only_its_own_key(
         if judge_key:
             args += ["--judge-api-key-env", judge_key]
         assert main(args) == 0
-        assert _authorized(target, "/v1/chat/completions") == {True}
-        assert _authorized(judge, "/v1/chat/completions") == {judge_key is not None}
+        assert _authorized(target) == {True}
+        assert _authorized(judge) == {judge_key is not None}

@@ -150,10 +150,6 @@ def _rewrite(path: Path, table: pa.Table) -> None:
     replace_atomically(tmp, path)
 
 
-def _keys_of(table: pa.Table) -> pa.Table:
-    return table.select(KEY)
-
-
 def repair(run_dir: str | os.PathLike[str]) -> list[Problem]:
     """Quarantine what :func:`diagnose` finds (the manifest excepted) and return it.
 
@@ -170,7 +166,6 @@ def repair(run_dir: str | os.PathLike[str]) -> list[Problem]:
         found = list(_duplicates(run_dir, set()))
         for problem, rest in found:
             checks = run_dir / "checks" / problem.path.name
-            original = pq.read_table(problem.path)
             _move(run_dir, problem.path, into)
             if checks.exists():
                 checks_table = pq.read_table(checks)
@@ -180,10 +175,10 @@ def repair(run_dir: str | os.PathLike[str]) -> list[Problem]:
             if rest is None:
                 continue
             if checks_table is not None:
-                kept = _keys_of(rest).append_column("_keep", pa.array([True] * rest.num_rows))
+                kept = rest.select(KEY).append_column("_keep", pa.array([True] * rest.num_rows))
                 joined = checks_table.join(kept, KEY, join_type="left outer")
                 mask = pc.fill_null(joined.column("_keep"), False)
                 kept_checks = joined.filter(mask).select(checks_table.column_names)
                 _rewrite(checks, kept_checks.cast(checks_table.schema))
-            _rewrite(problem.path, rest.cast(original.schema))
+            _rewrite(problem.path, rest)  # a filter of the part as read: its own schema
         return problems + [problem for problem, _ in found]
