@@ -49,8 +49,10 @@ else:
     spec.loader.exec_module(report)
 imported = time.perf_counter()
 run = load(sys.argv[1])
-text = report.report_text(run)
-page = report.report_html(run)
+if hasattr(report, "render_report"):  # one analysis for both, as `evalnb report --html` does
+    text, page = report.render_report(run, html=True)
+else:
+    text, page = report.report_text(run), report.report_html(run)
 with open(sys.argv[3], "w", encoding="utf-8") as handle:
     handle.write(page)
 done = time.perf_counter()

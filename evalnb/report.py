@@ -29,7 +29,7 @@ from evalnb.analysis.latency import latency
 from evalnb.analysis.rates import rates
 from evalnb.analysis.suite import suite_rate
 
-__all__ = ["report_html", "report_text"]
+__all__ = ["render_report", "report_html", "report_text"]
 
 #: Per-case rows shown before the rest is summarised.
 MAX_CASES = 100
@@ -65,7 +65,34 @@ def report_text(
     ``baseline`` is the variant the others are compared with (default: the first);
     ``check`` is the check the suite rate, per-case table and comparison use.
     """
+    return render_report(run, baseline=baseline, check=check, level=level)[0]
+
+
+def report_html(
+    run: Run, *, baseline: str | None = None, check: str = ALL, level: float = 0.95
+) -> str:
+    """The same report as one self-contained HTML page (no scripts, no external files)."""
     title, sections = _sections(run, baseline=baseline, check=check, level=level)
+    return _html(title, sections)
+
+
+def render_report(
+    run: Run,
+    *,
+    baseline: str | None = None,
+    check: str = ALL,
+    level: float = 0.95,
+    html: bool = False,
+) -> tuple[str, str | None]:
+    """The text report and, with ``html=True``, the HTML page, from one analysis of ``run``.
+
+    ``evalnb report --html`` needs both: this computes the sections once for the two.
+    """
+    title, sections = _sections(run, baseline=baseline, check=check, level=level)
+    return _text(title, sections), (_html(title, sections) if html else None)
+
+
+def _text(title: str, sections: list[Section]) -> str:
     lines = [title, "=" * len(title)]
     for section in sections:
         lines += ["", section.title, "-" * len(section.title)]
@@ -77,11 +104,7 @@ def report_text(
     return "\n".join(lines) + "\n"
 
 
-def report_html(
-    run: Run, *, baseline: str | None = None, check: str = ALL, level: float = 0.95
-) -> str:
-    """The same report as one self-contained HTML page (no scripts, no external files)."""
-    title, sections = _sections(run, baseline=baseline, check=check, level=level)
+def _html(title: str, sections: list[Section]) -> str:
     body = [f"<h1>{html.escape(title)}</h1>"]
     for section in sections:
         body.append(f"<h2>{html.escape(section.title)}</h2>")

@@ -10,7 +10,7 @@ import pytest
 
 from evalnb.analysis import load
 from evalnb.cli.analyse import add_report_arguments, report_command
-from evalnb.report import FIGURE_CASES, report_html, report_text
+from evalnb.report import FIGURE_CASES, render_report, report_html, report_text
 from tests.test_analysis_runs import counts_rows, write_run
 
 
@@ -92,3 +92,28 @@ def test_per_case_figures_draw_the_cases_to_look_at_first(tmp_path: Path) -> Non
 
 def test_a_small_run_draws_every_case(shop: Path) -> None:
     assert "the figures" not in report_text(load(shop))
+
+
+def test_dollar_signs_in_ids_are_text_not_maths(tmp_path: Path) -> None:
+    """A case id or variant with two ``$`` once stopped the page (invalid mathtext)."""
+    import matplotlib.pyplot as plt
+
+    from evalnb.analysis import rates
+    from evalnb.plots import plot_intervals
+
+    ids = ["$\\frac{$", "$x^2$", "cost $5 or $6"]
+    rows = [
+        {"case_id": c, "variant": v, "repeat": r, "checks": {"ok": r % 2 == 0}}
+        for c in ids
+        for v in ("$v1$", "v2")
+        for r in range(4)
+    ]
+    run = load(write_run(tmp_path / "dollars", rows, cases=[{"id": c} for c in ids]))
+    text, page = render_report(run, html=True)
+    assert page is not None and page.count("<img class='plot'") == 4
+    assert "$\\frac{$" in text
+    ax = plot_intervals(rates(run, ["case_id", "variant"]))
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert set(ids) <= set(labels)
+    ax.figure.canvas.draw()  # typesetting "$\frac{$" as maths raised here
+    plt.close(ax.figure)

@@ -48,12 +48,11 @@ def report_command(
 
 def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None) -> int:
     from evalnb.analysis import load
-    from evalnb.report import report_html, report_text
+    from evalnb.report import render_report
 
     options = {"baseline": args.baseline, "check": args.check, "level": args.level}
     run = load(args.run)
-    text = report_text(run, **options)
-    page = report_html(run, **options) if args.html else None
+    text, page = render_report(run, html=bool(args.html), **options)
     if page is not None:
         try:
             Path(args.html).write_text(page, encoding="utf-8")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import io
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -10,6 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
@@ -42,6 +44,21 @@ ELLIPSIS = "…"
 _OFFSCREEN = contextvars.ContextVar("evalnb_plots_offscreen", default=False)
 #: Inches per series inside a row: room for one line of small text.
 LINE = 0.16
+
+
+def literal_text(plot: Callable[..., Axes]) -> Callable[..., Axes]:
+    """``plot`` with its text taken literally: a case id like ``$x$`` is not mathtext.
+
+    Ids, variant and check names come from users' data; a pair of ``$`` in one would
+    otherwise be typeset as maths, or stop the drawing when it is not valid TeX.
+    """
+
+    @functools.wraps(plot)
+    def wrapper(*args: Any, **kwargs: Any) -> Axes:
+        with rc_context({"text.parse_math": False}):
+            return plot(*args, **kwargs)
+
+    return wrapper
 
 
 def variant_colors(variants: Iterable[Any]) -> dict[str, str]:

@@ -25,6 +25,7 @@ _COLUMNS = ["case_id", "draws", "answered", "agreement", "mode_1_count", "mode_2
 _SEGMENTS = (("modal", 1.0), ("second", 0.5), ("other", 0.2))
 
 
+@_base.literal_text
 def plot_agreement(
     agreement: pd.DataFrame,
     ax: Axes | None = None,

@@ -19,6 +19,7 @@ _SUMMARY = ["a", "b", "cases", "diff", "low", "high", "level", "verdict"]
 _CASES = ["case_id", "k_a", "n_a", "k_b", "n_b", "diff", "paired"]
 
 
+@_base.literal_text
 def plot_compare(
     summary: pd.DataFrame,
     cases: pd.DataFrame | None = None,

@@ -20,6 +20,7 @@ __all__ = ["plot_intervals"]
 _HINT = "a frame from evalnb.rates(run), one row per case and variant"
 
 
+@_base.literal_text
 def plot_intervals(
     rates: pd.DataFrame,
     ax: Axes | None = None,

@@ -21,6 +21,7 @@ __all__ = ["plot_latency"]
 LOG_SPREAD = 30.0
 
 
+@_base.literal_text
 def plot_latency(
     data: Run | pd.DataFrame,
     by: str | Sequence[str] | None = "variant",

@@ -39,6 +39,7 @@ _SOLVED = {
 }
 
 
+@_base.literal_text
 def plot_power(power: pd.DataFrame, ax: Axes | None = None, *, x: str | None = None) -> Axes:
     """What a design can detect: the solved quantity of :func:`evalnb.power` against ``x``.
 
