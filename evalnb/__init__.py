@@ -59,7 +59,7 @@ if _typing.TYPE_CHECKING:
         plot_power,
         variant_colors,
     )
-    from evalnb.report import report_html, report_text
+    from evalnb.report import render_report, report_html, report_text
     from evalnb.review import Annotator, annotate
     from evalnb.runner import RunResult, arun, run
     from evalnb.score import score
@@ -107,7 +107,7 @@ _MODULES = {
         "plot_power",
         "variant_colors",
     ),
-    "evalnb.report": ("report_html", "report_text"),
+    "evalnb.report": ("render_report", "report_html", "report_text"),
     "evalnb.review": ("Annotator", "annotate"),
     "evalnb.runner": ("RunResult", "arun", "run"),
     "evalnb.score": ("score",),
@@ -176,6 +176,7 @@ __all__ = [
     "ppi_compare",
     "ppi_rate",
     "rates",
+    "render_report",
     "report_html",
     "report_text",
     "run",

@@ -195,3 +195,87 @@ def test_two_folders_may_each_have_a_module_of_the_same_name(tmp_path):
     theirs = load_cases(other / "cases.jsonl")[0].checks[0]
     assert ours.function is not theirs.function
     assert theirs.function("Cheers.") == "rude" and ours.function("Cheers.") == "not polite"
+
+
+SLOW = """\
+import time
+
+
+def stuck(answer):
+    while True:  # never returns: the check must not hold the run
+        time.sleep(0.05)
+
+
+def quick(answer):
+    return "ok" in answer or "no ok"
+"""
+
+
+def test_a_check_that_never_returns_fails_at_its_budget_and_the_run_goes_on(tmp_path):
+    """A python check that hangs once held the event loop: no sample was written and
+    Ctrl-C was ignored. Now it fails at its ``timeout``; the other checks and samples go on,
+    in the run and in ``evalnb score``."""
+    import time
+
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "slow.py").write_text(SLOW)
+    cases = [
+        {
+            "id": f"c{i}",
+            "prompt": "say ok",
+            "checks": [
+                {"type": "python", "function": "slow:stuck", "timeout": 0.3},
+                {"type": "python", "function": "slow:quick", "name": "quick"},
+                {"type": "contains", "text": "ok"},
+            ],
+        }
+        for i in range(3)
+    ]
+    path = folder / "cases.jsonl"
+    path.write_text("\n".join(json.dumps(c) for c in cases) + "\n")
+    out = tmp_path / "run"
+    started = time.monotonic()
+    summary = run(path, Function(lambda request: "ok"), repeats=2, out=out, progress=False)
+    assert time.monotonic() - started < 30  # without the budget: never
+    assert summary.counts == {"baseline": {"completed": 6}}
+    got = results(out)
+    assert len(got) == 6 * 3
+    for (case, repeat, check), (outcome, _, detail) in got.items():
+        if check == "python":
+            assert outcome is False and detail.startswith("gave up after 0.3 s"), detail
+        else:
+            assert outcome is True, (case, repeat, check, detail)
+    done = evalnb_cli("score", str(out), "--label", "again", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert results(out, scoring="again") == got
+
+
+def test_a_callable_check_has_a_budget_and_a_json_schema_pattern_too():
+    import time
+
+    from evalnb.checks import Outcome, as_check, build_check, run_checks
+    from tests.test_checks import sample
+
+    def sleepy(answer):
+        time.sleep(30)
+
+    started = time.monotonic()
+    (result,) = run_checks([as_check(sleepy, timeout=0.2)], sample("x"))
+    assert time.monotonic() - started < 5
+    assert result.outcome is False and result.detail.startswith("gave up after 0.2 s")
+    (result,) = run_checks([as_check(lambda a: Outcome(True), "fine")], sample("x"))
+    assert result.outcome is True
+    with pytest.raises(ValueError, match="'timeout' must be a number of seconds > 0"):
+        as_check(sleepy, timeout=-1)
+    # jsonschema's own "pattern" uses re, which backtracks here for minutes.
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a|aa)+$"}}}
+    check = build_check({"type": "json_schema", "schema": schema})
+    started = time.monotonic()
+    (result,) = run_checks([check], sample(json.dumps({"code": "a" * 40 + "!"})))
+    assert time.monotonic() - started < 10
+    assert result.outcome is False and "gave up after 2 s" in result.detail
+    (result,) = run_checks([check], sample(json.dumps({"code": "aaa"})))
+    assert result.outcome is True
+    (result,) = run_checks([check], sample(json.dumps({"code": "b"})))
+    assert result.outcome is False and "does not match" in result.detail

@@ -16,10 +16,13 @@ one type in a case need a ``name`` each but one (an error says which).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import inspect
 import json
 import math
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -36,6 +39,7 @@ from evalnb.checks import python as _python  # noqa: F401
 from evalnb.checks import reference as _reference  # noqa: F401
 from evalnb.checks import trace as _trace  # noqa: F401
 from evalnb.checks._base import (
+    CHECK_TIMEOUT,
     THRESHOLD,
     Check,
     CheckSpec,
@@ -48,6 +52,7 @@ from evalnb.checks._base import (
 )
 
 __all__ = [
+    "CHECK_TIMEOUT",
     "Check",
     "CheckSpec",
     "FunctionCheck",
@@ -279,18 +284,70 @@ async def arun_checks(
         outcome = _before(check, sample)
         if outcome is None:
             try:
-                value = check(sample)
+                if getattr(check, "bounded", False):
+                    value = check(sample)
+                else:
+                    value = await _within_budget(check, sample)
                 if inspect.isawaitable(value):
                     value = await value
                 outcome = _normalise(value, check)
+            except TimeoutError:
+                outcome = _over_budget(check)
             except Exception as exc:
                 outcome = _failed(check, exc)
         results.append(_result(check, outcome))
     return results
 
 
+async def _within_budget(check: Check, sample: Sample) -> Any:
+    """``check(sample)`` on a thread of its own, waited for at most the check's ``timeout``
+    (default :data:`CHECK_TIMEOUT`): the event loop, other samples and Ctrl-C go on.
+
+    A check over its budget raises ``TimeoutError`` here; its thread cannot be stopped and
+    runs on in the background (a daemon: it never holds the process open).
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if not done.done():
+            if error is None:
+                done.set_result(value)
+            else:
+                done.set_exception(error)
+
+    def work() -> None:
+        try:
+            value, error = check(sample), None
+        except BaseException as exc:  # handed to the awaiting task
+            value, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop ended while the check ran on
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"evalnb-check-{check.name}", daemon=True).start()
+    return await asyncio.wait_for(done, _timeout(check))
+
+
+def _timeout(check: Check) -> float:
+    value = getattr(check, "timeout", None)
+    return float(value) if isinstance(value, int | float) and value > 0 else CHECK_TIMEOUT
+
+
+def _over_budget(check: Check) -> Outcome:
+    return Outcome(
+        False,
+        f"gave up after {_timeout(check):g} s: the check took longer than its time budget",
+        score=_zero(check),
+    )
+
+
 def as_check(
-    function: Callable[..., Any], name: str | None = None, *, threshold: float | None = None
+    function: Callable[..., Any],
+    name: str | None = None,
+    *,
+    threshold: float | None = None,
+    timeout: float | None = None,
 ) -> FunctionCheck:
-    """Wrap a Python callable as a named check (graded when given a ``threshold``)."""
-    return FunctionCheck(function, name=name, threshold=threshold)
+    """Wrap a Python callable as a named check (graded when given a ``threshold``); it fails,
+    saying so, when one call takes over ``timeout`` seconds (default :data:`CHECK_TIMEOUT`)."""
+    return FunctionCheck(function, name=name, threshold=threshold, timeout=timeout)

@@ -14,6 +14,7 @@ from evalnb._numbers import is_number
 from evalnb._types import Case, Sample
 
 __all__ = [
+    "CHECK_TIMEOUT",
     "THRESHOLD",
     "Check",
     "CheckSpec",
@@ -29,6 +30,11 @@ __all__ = [
 ]
 
 _REGISTRY: dict[str, type[SpecCheck]] = {}
+
+
+#: Seconds a check that runs user code (``python`` checks, Python callables, checks of
+#: unknown kinds) may take before it fails, saying so; its ``timeout`` overrides this.
+CHECK_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,9 @@ class SpecCheck(abc.ABC):
     reads_case: bool = False
     graded: bool = False
     threshold: float = THRESHOLD
+    #: Built-in checks take time linear in the answer (a regex has its own timeout): they
+    #: run inline. A check that runs user code sets False and runs under ``timeout``.
+    bounded: bool = True
 
     def __init__(self, spec: Mapping[str, Any], *, where: str = "check", base: Path | None = None):
         known = {"type", "name", *self.required, *self.optional}
@@ -240,6 +249,7 @@ class FunctionCheck:
 
     type = "python"
     applies = True
+    bounded = False
 
     def __init__(
         self,
@@ -247,6 +257,7 @@ class FunctionCheck:
         name: str | None = None,
         *,
         threshold: float | None = None,
+        timeout: float | None = None,
     ):
         if not callable(function):
             raise TypeError(f"'function' must be callable; got {function!r}")
@@ -255,6 +266,9 @@ class FunctionCheck:
         self.function = function
         self.named = name is not None
         self.name = name or getattr(function, "__name__", type(function).__name__)
+        if timeout is not None and not is_number(timeout, 0, open_low=True):
+            raise ValueError(f"'timeout' must be a number of seconds > 0; got {timeout!r}")
+        self.timeout = CHECK_TIMEOUT if timeout is None else float(timeout)
         self.graded = threshold is not None
         self.threshold = THRESHOLD if threshold is None else float(threshold)
         self.spec: dict[str, Any] = {

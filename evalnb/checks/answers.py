@@ -8,9 +8,11 @@ import json
 import re
 from typing import Any
 
+import regex
+
 from evalnb._types import Sample
 from evalnb.checks._base import SpecCheck, Unscored, register
-from evalnb.checks.lexical import _count, _texts
+from evalnb.checks.lexical import REGEX_TIMEOUT, _count, _texts
 from evalnb.evidence import canonical_answer, extract_json, extract_json_value
 
 __all__ = [
@@ -63,6 +65,20 @@ def _schema(value: Any) -> Any:
     return value
 
 
+def _bounded_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
+
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        found = regex.search(pattern, instance, timeout=REGEX_TIMEOUT)
+    except TimeoutError:
+        yield ValidationError(f"gave up after {REGEX_TIMEOUT:g} s: pattern {pattern!r} is too slow")
+        return
+    if not found:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
 @register
 class JsonSchema(SpecCheck):
     """The JSON value in the answer (read as for ``is_json``) is valid against ``schema``,
@@ -78,10 +94,14 @@ class JsonSchema(SpecCheck):
         from jsonschema import validators
 
         schema = self.values["schema"]
-        self.validator = validators.validator_for(schema)(schema)
+        draft = validators.validator_for(schema)
+        # "pattern" searched under the regex check's time budget: a catastrophic pattern
+        # fails the check, saying so, instead of holding the run.
+        bounded = validators.extend(draft, {"pattern": _bounded_pattern})
+        self.validator = bounded(schema)
 
     def __call__(self, sample: Sample) -> str | None:
-        from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+        from jsonschema.exceptions import best_match
 
         value, problem = extract_json_value(sample.answer or "")
         if problem:

@@ -24,8 +24,14 @@ from types import ModuleType
 from typing import Any
 
 from evalnb._types import Sample
-from evalnb.checks._base import SpecCheck, call_signature, register, threshold_value
-from evalnb.checks.lexical import _text
+from evalnb.checks._base import (
+    CHECK_TIMEOUT,
+    SpecCheck,
+    call_signature,
+    register,
+    threshold_value,
+)
+from evalnb.checks.lexical import _seconds, _text
 
 __all__ = ["PythonCheck", "load_function"]
 
@@ -100,9 +106,11 @@ class PythonCheck(SpecCheck):
 
     type = "python"
     required = {"function": _function_path}
-    optional = {"args": _args, "threshold": threshold_value, "base": _text}
+    optional = {"args": _args, "threshold": threshold_value, "base": _text, "timeout": _seconds}
+    bounded = False
 
     def validate(self, where: str) -> None:
+        self.timeout = self.values.get("timeout", CHECK_TIMEOUT)
         given = self.values.get("base")
         base = Path(given) if given is not None else self.base
         try:
