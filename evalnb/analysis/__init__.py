@@ -16,6 +16,7 @@ from evalnb.analysis.latency import latency
 from evalnb.analysis.power import power
 from evalnb.analysis.ppi import ppi_compare, ppi_rate
 from evalnb.analysis.rates import proportion_interval, rates
+from evalnb.analysis.runs import compare_runs
 from evalnb.analysis.scores import scores
 from evalnb.analysis.suite import suite_rate
 
@@ -27,6 +28,7 @@ __all__ = [
     "calibrate",
     "compare",
     "compare_cases",
+    "compare_runs",
     "format_gate",
     "gate",
     "latency",

@@ -92,8 +92,14 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     )
     parser.add_argument(
         "--no-worse-than",
-        metavar="VARIANT",
-        help="fail when VARIANT is better than another variant",
+        metavar="VARIANT|MARGIN",
+        help="fail when VARIANT is better than another variant; with --baseline, a number: "
+        "the drop from the baseline tolerated (default 0)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="OLD_RUN",
+        help="an earlier run of the same cases: fail a variant that is worse than there",
     )
     parser.add_argument(
         "--variant",
@@ -134,15 +140,32 @@ def policy_from_args(args: argparse.Namespace) -> GatePolicy:
         "every_case_passes": args.every_case_passes,
         "agreement": _agreement_flag(args.agreement),
         "no_worse_than": args.no_worse_than,
+        "baseline": args.baseline,
         "variants": tuple(args.variant) if args.variant else None,
         "check": args.check,
         "split": args.split,
         "level": args.level,
     }
     values.update({k: v for k, v in flags.items() if v is not None})
+    if values.get("baseline") is not None and values.get("no_worse_than") is not None:
+        margin = _margin(values["no_worse_than"])
+        if margin is not None:
+            values["margin"] = margin
+            del values["no_worse_than"]
     if args.allow_interrupted:
         values["require_complete"] = False
     return GatePolicy.from_mapping(values)
+
+
+def _margin(value: Any) -> float | None:
+    """A number given to --no-worse-than beside --baseline is the tolerated drop."""
+    try:
+        margin = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not 0 <= margin <= 1:
+        raise ValueError(f"--no-worse-than with --baseline must be between 0 and 1; got {value!r}")
+    return margin
 
 
 def _agreement_flag(value: Any) -> bool | float | None:
