@@ -31,6 +31,11 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "run", nargs="+", metavar="RUN_DIR", help="run directory (several load as one)"
     )
     parser.add_argument("--html", metavar="FILE", help="also write the report as an HTML page")
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the report as Markdown tables (e.g. >> $GITHUB_STEP_SUMMARY)",
+    )
     parser.add_argument("--baseline", metavar="VARIANT", help="variant to compare the others with")
     parser.add_argument(
         "--check", default=ALL, metavar="NAME", help="check to report (default: all)"
@@ -48,11 +53,11 @@ def report_command(
 
 def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None) -> int:
     from evalnb.analysis import load
-    from evalnb.report import report_html, report_text
+    from evalnb.report import report_html, report_markdown, report_text
 
     options = {"baseline": args.baseline, "check": args.check, "level": args.level}
     run = load(args.run)
-    text = report_text(run, **options)
+    text = (report_markdown if args.markdown else report_text)(run, **options)
     page = report_html(run, **options) if args.html else None
     if page is not None:
         try:
@@ -110,6 +115,15 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     parser.add_argument("--check", metavar="NAME", help="check the rates use (default: all)")
     parser.add_argument("--split", choices=["dev", "heldout"], help="only cases of this split")
     parser.add_argument("--level", type=float, metavar="L", help="confidence level (default 0.95)")
+    parser.add_argument(
+        "--junit", metavar="FILE", help="also write the rules as JUnit XML test cases"
+    )
+    parser.add_argument(
+        "--junit-cases",
+        action="store_true",
+        help="with --junit, also one test case per case and variant (--min-case-rate, or "
+        "passing at least once)",
+    )
     parser.add_argument(
         "--allow-interrupted",
         action="store_true",
@@ -187,6 +201,28 @@ def gate_command(
 def _gate(args: argparse.Namespace, stdout: TextIO) -> int:
     from evalnb.analysis import format_gate, gate, load
 
-    result = gate(load(args.run), policy_from_args(args))
+    if args.junit_cases and not args.junit:
+        raise UsageError("--junit-cases needs --junit FILE")
+    policy = policy_from_args(args)
+    run = load(args.run)
+    result = gate(run, policy)
+    if args.junit:
+        _write_junit(args.junit, run, result, policy if args.junit_cases else None)
     print(format_gate(result), file=stdout)
     return EXIT_OK if bool(result["passed"].all()) else EXIT_FAILED
+
+
+def _write_junit(path: str, run: Any, result: Any, policy: GatePolicy | None) -> None:
+    from evalnb.analysis import rates
+    from evalnb.cli.ci import case_rows, junit_xml
+
+    cases = None
+    if policy is not None:
+        per_case = rates(run, by=["variant", "case_id"], check=policy.check, level=policy.level)
+        if policy.variants is not None:
+            per_case = per_case[per_case["variant"].astype(str).isin(policy.variants)]
+        cases = case_rows(per_case, policy.min_case_rate)
+    try:
+        Path(path).write_text(junit_xml(result, cases), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--junit {path}: cannot write ({exc.strerror})") from None
