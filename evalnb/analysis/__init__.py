@@ -10,6 +10,7 @@ same column names throughout (``k``, ``n``, ``estimate``, ``low``, ``high``,
 from evalnb.analysis.agreement import agreement, normalise_answer
 from evalnb.analysis.calibrate import Calibration, calibrate
 from evalnb.analysis.compare import compare, compare_cases
+from evalnb.analysis.cost import costs, load_prices
 from evalnb.analysis.frames import Run, load
 from evalnb.analysis.gate import GatePolicy, format_gate, gate
 from evalnb.analysis.latency import latency
@@ -29,10 +30,12 @@ __all__ = [
     "compare",
     "compare_cases",
     "compare_runs",
+    "costs",
     "format_gate",
     "gate",
     "latency",
     "load",
+    "load_prices",
     "normalise_answer",
     "power",
     "ppi_compare",
