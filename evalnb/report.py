@@ -1,4 +1,5 @@
-"""The run report: rates, suite rate, comparison and latency, as terminal text or HTML.
+"""The run report: rates, suite rate, comparison and latency, as terminal text, HTML or
+Markdown (a CI job's summary page, e.g. ``$GITHUB_STEP_SUMMARY``).
 
 The report never shows raw answers, prompts or model output: only ids, names, counts
 and statistics. Text and HTML are rendered from the same sections; the HTML page also
@@ -29,7 +30,7 @@ from evalnb.analysis.latency import latency
 from evalnb.analysis.rates import rates
 from evalnb.analysis.suite import suite_rate
 
-__all__ = ["render_report", "report_html", "report_text"]
+__all__ = ["markdown_table", "render_report", "report_html", "report_markdown", "report_text"]
 
 #: Per-case rows shown before the rest is summarised.
 MAX_CASES = 100
@@ -83,13 +84,16 @@ def render_report(
     check: str = ALL,
     level: float = 0.95,
     html: bool = False,
+    markdown: bool = False,
 ) -> tuple[str, str | None]:
-    """The text report and, with ``html=True``, the HTML page, from one analysis of ``run``.
+    """The text report (Markdown with ``markdown=True``) and, with ``html=True``, the HTML
+    page, from one analysis of ``run``.
 
     ``evalnb report --html`` needs both: this computes the sections once for the two.
     """
     title, sections = _sections(run, baseline=baseline, check=check, level=level)
-    return _text(title, sections), (_html(title, sections) if html else None)
+    text = (_markdown if markdown else _text)(title, sections)
+    return text, (_html(title, sections) if html else None)
 
 
 def _text(title: str, sections: list[Section]) -> str:
@@ -102,6 +106,51 @@ def _text(title: str, sections: list[Section]) -> str:
             lines.append(text_table(section.table))
         lines += [f"note: {note}" for note in section.notes]
     return "\n".join(lines) + "\n"
+
+
+def report_markdown(
+    run: Run, *, baseline: str | None = None, check: str = ALL, level: float = 0.95
+) -> str:
+    """The report as GitHub-flavoured Markdown: a heading and a table per section.
+
+    The same sections as :func:`report_text`; fit for ``$GITHUB_STEP_SUMMARY``.
+    """
+    title, sections = _sections(run, baseline=baseline, check=check, level=level)
+    return _markdown(title, sections)
+
+
+def _markdown(title: str, sections: list[Section]) -> str:
+    lines = [f"## {_markdown_text(title)}"]
+    for section in sections:
+        lines += ["", f"### {_markdown_text(section.title)}", ""]
+        if section.table.empty:
+            lines.append("(nothing to show)")
+        else:
+            lines.append(markdown_table(section.table))
+        if section.notes:
+            lines.append("")
+            lines += [f"- {_markdown_text(note)}" for note in section.notes]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """A frame as a GitHub-flavoured Markdown table, every cell escaped."""
+    header = [_markdown_cell(c) for c in frame.columns]
+    rows = [[_markdown_cell(v) for v in row] for row in frame.itertuples(index=False)]
+    lines = [header, ["---"] * len(header), *rows]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def _markdown_cell(value: Any) -> str:
+    text = "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+    return _markdown_text(text).replace("|", "\\|")
+
+
+def _markdown_text(text: str) -> str:
+    """One line of text shown as written: Markdown and HTML characters escaped."""
+    flat = " ".join(str(text).split())
+    flat = html.escape(flat, quote=False)
+    return "".join("\\" + c if c in "\\`*_[]#" else c for c in flat)
 
 
 def _html(title: str, sections: list[Section]) -> str:

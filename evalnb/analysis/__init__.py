@@ -10,12 +10,14 @@ same column names throughout (``k``, ``n``, ``estimate``, ``low``, ``high``,
 from evalnb.analysis.agreement import agreement, normalise_answer
 from evalnb.analysis.calibrate import Calibration, calibrate
 from evalnb.analysis.compare import compare, compare_cases
+from evalnb.analysis.cost import costs, load_prices
 from evalnb.analysis.frames import Run, load
 from evalnb.analysis.gate import GatePolicy, format_gate, gate
 from evalnb.analysis.latency import latency
 from evalnb.analysis.power import power
 from evalnb.analysis.ppi import ppi_compare, ppi_rate
 from evalnb.analysis.rates import proportion_interval, rates
+from evalnb.analysis.runs import compare_runs
 from evalnb.analysis.scores import scores
 from evalnb.analysis.suite import suite_rate
 
@@ -27,10 +29,13 @@ __all__ = [
     "calibrate",
     "compare",
     "compare_cases",
+    "compare_runs",
+    "costs",
     "format_gate",
     "gate",
     "latency",
     "load",
+    "load_prices",
     "normalise_answer",
     "power",
     "ppi_compare",

@@ -22,6 +22,7 @@ from evalnb.analysis.agreement import agreement
 from evalnb.analysis.compare import A_BETTER, compare
 from evalnb.analysis.frames import Run
 from evalnb.analysis.rates import rates
+from evalnb.analysis.runs import WORSE, compare_runs
 from evalnb.analysis.suite import suite_rate
 
 __all__ = ["GatePolicy", "format_gate", "gate"]
@@ -40,6 +41,9 @@ class GatePolicy:
       metadata), or a number to require of every case;
     - ``no_worse_than``: a variant the others are compared with (paired, across
       cases); a rule fails when the comparison says that variant is better;
+    - ``baseline``: an earlier run directory of the same cases; a rule per variant fails
+      when :func:`evalnb.compare_runs` says this run is "worse" (by more than ``margin``);
+    - ``margin``: the drop from the baseline that is tolerated (default 0);
     - ``variants``: the variants the rules apply to (default: all);
     - ``check``: the check the rates use (default ``"all"``, every check passed);
     - ``split``: only cases of this split (``"dev"`` or ``"heldout"``);
@@ -52,6 +56,8 @@ class GatePolicy:
     every_case_passes: bool = False
     agreement: bool | float | None = None
     no_worse_than: str | None = None
+    baseline: str | None = None
+    margin: float = 0.0
     variants: tuple[str, ...] | None = None
     check: str = "all"
     split: str | None = None
@@ -59,7 +65,7 @@ class GatePolicy:
     level: float = 0.95
 
     def __post_init__(self) -> None:
-        for name in ("min_rate", "min_case_rate"):
+        for name in ("min_rate", "min_case_rate", "margin"):
             value = getattr(self, name)
             if value is not None:
                 _args.fraction(name, value)
@@ -79,7 +85,7 @@ class GatePolicy:
         if not self.rules():
             raise ValueError(
                 "the gate policy has no rules: set at least one of min_rate, min_case_rate, "
-                "every_case_passes, agreement, no_worse_than"
+                "every_case_passes, agreement, no_worse_than, baseline"
             )
 
     @classmethod
@@ -104,6 +110,7 @@ class GatePolicy:
             ("every_case_passes", self.every_case_passes),
             ("agreement", self.agreement not in (None, False)),
             ("no_worse_than", self.no_worse_than is not None),
+            ("baseline", self.baseline is not None),
         ]
         return [name for name, on in chosen if on]
 
@@ -135,6 +142,8 @@ def gate(data: Run | pd.DataFrame, policy: GatePolicy | Mapping[str, Any]) -> pd
         rows += _agreement_rows(data, policy, variants)
     if policy.no_worse_than is not None:
         rows += _comparison_rows(data, policy, variants)
+    if policy.baseline is not None:
+        rows += _baseline_rows(data, policy, variants)
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -333,6 +342,48 @@ def _comparison_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list
             }
         )
     return rows
+
+
+def _baseline_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list[dict[str, Any]]:
+    if not isinstance(data, Run):
+        raise TypeError(f"'baseline' needs a Run (from evalnb.load); got {type(data).__name__}")
+    if policy.split is not None:
+        raise ValueError("'baseline' compares whole runs; it cannot be combined with 'split'")
+    assert policy.baseline is not None  # gate() skips the rule when it is None
+    result = compare_runs(
+        data, policy.baseline, margin=policy.margin, check=policy.check, level=policy.level
+    )
+    rows = []
+    for variant in variants:
+        match = result[result["variant"] == variant]
+        if match.empty or int(match.iloc[0]["cases"]) == 0:
+            row = _missing("baseline", variant, policy)
+            row["detail"] = f"no case of {variant!r} ran in both this run and the baseline"
+            rows.append(row)
+            continue
+        rows.append(baseline_row(match.iloc[0]))
+    return rows
+
+
+def baseline_row(row: pd.Series) -> dict[str, Any]:
+    """One gate row from a :func:`evalnb.compare_runs` row: it fails only on "worse"."""
+    extra = [text for text in (row["unmatched"], row["note"]) if text]
+    detail = (
+        f"{row['rate_b']:.3f} vs {row['rate_a']:.3f} in {row['a']}: {signed(row['diff'])}, "
+        f"{interval_text(row['low'], row['high'], row['level'])}, p={row['p_adjusted']:.3g}: "
+        f"{row['verdict']} ({row['cases']} cases x {row['repeats_b']:.3g} repeats, "
+        f"{row['mode']} cases)" + "".join(f"; {text}" for text in extra)
+    )
+    return {
+        "rule": "baseline",
+        "variant": str(row["variant"]),
+        "check": str(row["check"]),
+        "value": float(row["diff"]),
+        "op": "not worse",
+        "threshold": 0.0 - float(row["margin"]),
+        "passed": row["verdict"] != WORSE,
+        "detail": detail,
+    }
 
 
 def format_gate(result: pd.DataFrame) -> str:

@@ -31,6 +31,11 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "run", nargs="+", metavar="RUN_DIR", help="run directory (several load as one)"
     )
     parser.add_argument("--html", metavar="FILE", help="also write the report as an HTML page")
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the report as Markdown tables (e.g. >> $GITHUB_STEP_SUMMARY)",
+    )
     parser.add_argument("--baseline", metavar="VARIANT", help="variant to compare the others with")
     parser.add_argument(
         "--check", default=ALL, metavar="NAME", help="check to report (default: all)"
@@ -52,7 +57,7 @@ def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None) -> 
 
     options = {"baseline": args.baseline, "check": args.check, "level": args.level}
     run = load(args.run)
-    text, page = render_report(run, html=bool(args.html), **options)
+    text, page = render_report(run, html=bool(args.html), markdown=args.markdown, **options)
     if page is not None:
         try:
             Path(args.html).write_text(page, encoding="utf-8")
@@ -91,8 +96,14 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     )
     parser.add_argument(
         "--no-worse-than",
-        metavar="VARIANT",
-        help="fail when VARIANT is better than another variant",
+        metavar="VARIANT|MARGIN",
+        help="fail when VARIANT is better than another variant; with --baseline, a number: "
+        "the drop from the baseline tolerated (default 0)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="OLD_RUN",
+        help="an earlier run of the same cases: fail a variant that is worse than there",
     )
     parser.add_argument(
         "--variant",
@@ -103,6 +114,15 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
     parser.add_argument("--check", metavar="NAME", help="check the rates use (default: all)")
     parser.add_argument("--split", choices=["dev", "heldout"], help="only cases of this split")
     parser.add_argument("--level", type=float, metavar="L", help="confidence level (default 0.95)")
+    parser.add_argument(
+        "--junit", metavar="FILE", help="also write the rules as JUnit XML test cases"
+    )
+    parser.add_argument(
+        "--junit-cases",
+        action="store_true",
+        help="with --junit, also one test case per case and variant (--min-case-rate, or "
+        "passing at least once)",
+    )
     parser.add_argument(
         "--allow-interrupted",
         action="store_true",
@@ -133,15 +153,32 @@ def policy_from_args(args: argparse.Namespace) -> GatePolicy:
         "every_case_passes": args.every_case_passes,
         "agreement": _agreement_flag(args.agreement),
         "no_worse_than": args.no_worse_than,
+        "baseline": args.baseline,
         "variants": tuple(args.variant) if args.variant else None,
         "check": args.check,
         "split": args.split,
         "level": args.level,
     }
     values.update({k: v for k, v in flags.items() if v is not None})
+    if values.get("baseline") is not None and values.get("no_worse_than") is not None:
+        margin = _margin(values["no_worse_than"])
+        if margin is not None:
+            values["margin"] = margin
+            del values["no_worse_than"]
     if args.allow_interrupted:
         values["require_complete"] = False
     return GatePolicy.from_mapping(values)
+
+
+def _margin(value: Any) -> float | None:
+    """A number given to --no-worse-than beside --baseline is the tolerated drop."""
+    try:
+        margin = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not 0 <= margin <= 1:
+        raise ValueError(f"--no-worse-than with --baseline must be between 0 and 1; got {value!r}")
+    return margin
 
 
 def _agreement_flag(value: Any) -> bool | float | None:
@@ -163,6 +200,28 @@ def gate_command(
 def _gate(args: argparse.Namespace, stdout: TextIO) -> int:
     from evalnb.analysis import format_gate, gate, load
 
-    result = gate(load(args.run), policy_from_args(args))
+    if args.junit_cases and not args.junit:
+        raise UsageError("--junit-cases needs --junit FILE")
+    policy = policy_from_args(args)
+    run = load(args.run)
+    result = gate(run, policy)
+    if args.junit:
+        _write_junit(args.junit, run, result, policy if args.junit_cases else None)
     print(format_gate(result), file=stdout)
     return EXIT_OK if bool(result["passed"].all()) else EXIT_FAILED
+
+
+def _write_junit(path: str, run: Any, result: Any, policy: GatePolicy | None) -> None:
+    from evalnb.analysis import rates
+    from evalnb.cli.ci import case_rows, junit_xml
+
+    cases = None
+    if policy is not None:
+        per_case = rates(run, by=["variant", "case_id"], check=policy.check, level=policy.level)
+        if policy.variants is not None:
+            per_case = per_case[per_case["variant"].astype(str).isin(policy.variants)]
+        cases = case_rows(per_case, policy.min_case_rate)
+    try:
+        Path(path).write_text(junit_xml(result, cases), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--junit {path}: cannot write ({exc.strerror})") from None

@@ -14,6 +14,7 @@ from typing import Any
 
 from evalnb._types import Variant
 from evalnb.cli._common import UsageError, interrupts_once
+from evalnb.cli.ci import show_progress
 from evalnb.containment import Containment
 from evalnb.experiment import load_experiment, parse_value, parse_variant
 from evalnb.runner import run
@@ -73,7 +74,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--request-timeout", type=float, help="per-request / per-process timeout (s)")
     p.add_argument("--out", help="run directory to create (default runs/run-<time>-<hex>)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _progress_arguments(p)
     p.add_argument("--judge-model", help="model for 'judge' checks (default URL: the target's)")
     p.add_argument("--judge-base-url", help="OpenAI-compatible URL of the judge model")
     p.add_argument(
@@ -84,13 +85,21 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
+def _progress_arguments(p: argparse.ArgumentParser) -> None:
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--progress", action="store_true", help="draw the progress bar (default: on a terminal)"
+    )
+    shown.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
 def add_demo_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``evalnb demo`` arguments to ``p``."""
     p.add_argument("--cases", default=f"{PREFIX}shop", help=f"cases file (default: {PREFIX}shop)")
     p.add_argument("--repeats", type=int, default=25)
     p.add_argument("--seed", type=int, default=0, help="stand-in seed")
     p.add_argument("--out", help="run directory (default runs/demo-<time>)")
-    p.add_argument("--no-progress", action="store_true")
+    _progress_arguments(p)
     return p
 
 
@@ -236,7 +245,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
                     defaults=experiment.defaults if experiment else None,
                     out=args.out,
                     resume=args.resume,
-                    progress=not args.no_progress,
+                    progress=show_progress(args),
                     command=["evalnb", *argv],
                     on_start=lambda path: print(f"writing {path}", file=sys.stderr),
                     **settings,
@@ -268,7 +277,7 @@ def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
             repeats=args.repeats,
             out=out,
             concurrency=16,
-            progress=not args.no_progress,
+            progress=show_progress(args),
             command=["evalnb", *argv],
         )
     print(result.summary())

@@ -1,0 +1,128 @@
+"""What a run cost: stored token counts priced by a table the user supplies.
+
+evalnb bundles no prices (they change, and differ by provider). A price table is a TOML
+file, US dollars per million tokens, one table per model name as the server reports it::
+
+    [models."gpt-4o-mini"]
+    input = 0.15
+    output = 0.60
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evalnb.analysis import _args
+from evalnb.analysis.frames import Run
+
+__all__ = ["costs", "load_prices"]
+
+_SIDES = ("input", "output")
+_TOKENS = ["prompt_tokens", "completion_tokens"]
+
+
+def load_prices(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
+    """The price table in ``path``: model -> (input, output) dollars per million tokens."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the price table ({exc.strerror})") from None
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML ({exc})") from None
+    models = table.get("models")
+    if not isinstance(models, dict) or not models:
+        raise ValueError(
+            f"{path}: must have a [models.\"NAME\"] table per model with 'input' and "
+            f"'output' prices per million tokens; got keys {sorted(table)!r}"
+        )
+    prices = {}
+    for model, entry in models.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"{path}: 'models.{model}' must be a table; got {entry!r}")
+        values = []
+        for side in _SIDES:
+            value = entry.get(side)
+            if (
+                not isinstance(value, int | float)
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise ValueError(
+                    f"{path}: 'models.{model}.{side}' must be a price >= 0 (dollars per "
+                    f"million tokens); got {value!r}"
+                )
+            values.append(float(value))
+        unknown = sorted(set(entry) - set(_SIDES))
+        if unknown:
+            raise ValueError(
+                f"{path}: 'models.{model}' keys must be 'input' and 'output'; got {unknown!r}"
+            )
+        prices[str(model)] = (values[0], values[1])
+    return prices
+
+
+def costs(
+    data: Run | pd.DataFrame,
+    prices: Mapping[str, tuple[float, float]] | str | os.PathLike[str],
+    by: str | Sequence[str] | None = "variant",
+) -> pd.DataFrame:
+    """Tokens and cost per ``by`` group (``None``: the whole run; add ``case_id`` and
+    ``repeat`` for one row per sample), from the token counts stored per sample.
+
+    A sample is priced by its ``model`` (as the server reported it). A sample without
+    token counts, or of a model the table lacks, is ``unpriced``: it adds nothing to
+    ``cost``, which is then a lower bound, and ``note`` says so.
+
+    Returns:
+        DataFrame, one row per group: the ``by`` keys, ``samples``, ``prompt_tokens``,
+        ``completion_tokens``, ``priced``, ``unpriced``, ``cost`` (dollars) and ``note``.
+    """
+    if not isinstance(prices, Mapping):
+        prices = load_prices(prices)
+    by = _args.names("by", by)
+    frame = data.table("samples", ["model", *_TOKENS, *by]) if isinstance(data, Run) else data
+    missing = [c for c in ["model", *_TOKENS, *by] if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"'data' must have the columns {missing!r}; it has {list(frame.columns)!r}"
+        )
+    model = frame["model"].astype(object)
+    rate_in = model.map(lambda m: prices[m][0] if m in prices else np.nan).astype(float)
+    rate_out = model.map(lambda m: prices[m][1] if m in prices else np.nan).astype(float)
+    tokens_in = frame["prompt_tokens"].astype(float)
+    tokens_out = frame["completion_tokens"].astype(float)
+    cost = (tokens_in * rate_in + tokens_out * rate_out) / 1e6
+    work = pd.DataFrame(
+        {
+            **{key: frame[key] for key in by},
+            "samples": 1,
+            "prompt_tokens": tokens_in.fillna(0).astype(np.int64),
+            "completion_tokens": tokens_out.fillna(0).astype(np.int64),
+            "priced": cost.notna().astype(np.int64),
+            "cost": cost.fillna(0.0),
+        }
+    )
+    if by:
+        out = work.groupby(by, observed=True, sort=True).sum().reset_index()
+    else:
+        out = work.sum().to_frame().T.astype(work.dtypes.to_dict())
+    out["unpriced"] = out["samples"] - out["priced"]
+    unknown = sorted({str(m) for m in model.dropna() if m not in prices})
+    out["note"] = np.where(
+        out["unpriced"] > 0,
+        "cost is a lower bound: unpriced samples (no token counts, or a model the table "
+        f"lacks{': ' + ', '.join(unknown) if unknown else ''})",
+        "",
+    )
+    columns = [*by, "samples", "prompt_tokens", "completion_tokens", "priced", "unpriced"]
+    return out[[*columns, "cost", "note"]]
