@@ -52,6 +52,7 @@ _TOP = (
 )
 _TARGET = (
     "containment",
+    "pass_env",
     "require_trace",
     "standin",
     "base_url",
@@ -196,6 +197,11 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
             raise CasesError(
                 f"{path}: 'target.{key}' is not a target field (fields: {', '.join(_TARGET)})"
             )
+    passed = target.get("pass_env", [])
+    if not isinstance(passed, list) or not all(isinstance(n, str) and n for n in passed):
+        raise CasesError(
+            f"{path}: 'target.pass_env' must be an array of variable names; got {passed!r}"
+        )
     variants = data.get("variants", [])
     if not isinstance(variants, list):
         raise CasesError(f"{path}: 'variants' must be an array of tables; got {variants!r}")

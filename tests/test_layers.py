@@ -20,7 +20,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "evalnb"
 
 #: The flow, first to last. A module may import its own layer and the layers before it.
 LAYERS: list[tuple[str, ...]] = [
-    ("evalnb._exceptions", "evalnb._types", "evalnb._sync", "evalnb._numbers", "evalnb._process"),
+    (
+        "evalnb._exceptions",
+        "evalnb._types",
+        "evalnb._sync",
+        "evalnb._numbers",
+        "evalnb._process",
+        "evalnb._secrets",
+    ),
     ("evalnb.suites",),
     ("evalnb.evidence",),
     ("evalnb.checks",),

@@ -59,6 +59,14 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--require-trace", action="store_true", help="command target: no usable trace = malformed"
     )
     p.add_argument("--api-key-env", help="name of the environment variable holding the API key")
+    p.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="command target: pass this secret-named variable (e.g. OPENAI_API_KEY) to the "
+        "harness; others named like secrets are left out of its environment",
+    )
     p.add_argument("--param", action="append", default=[], help="request param KEY=VALUE")
     p.add_argument(
         "--variant",
@@ -157,6 +165,7 @@ def _target(spec: dict[str, Any], stack: contextlib.ExitStack, base_dir: Path) -
             setup=containment.setup if containment else None,
             inspect=containment.inspect if containment else None,
             require_trace=bool(spec.get("require_trace")),
+            pass_env=spec.get("pass_env", []),
             **({"timeout": spec["timeout"]} if spec.get("timeout") else {}),
         )
     if server is None:
@@ -205,6 +214,8 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     for key in ("containment", "require_trace"):
         if getattr(args, key):
             spec[key] = True
+    if args.pass_env:
+        spec["pass_env"] = [*spec.get("pass_env", []), *args.pass_env]
     spec.update({k: v for k, v in flags.items() if v is not None})
     if args.param:
         spec["params"] = {**spec.get("params", {}), **_params(args.param)}

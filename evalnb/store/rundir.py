@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from evalnb._exceptions import StoreError
+from evalnb._secrets import redact
 from evalnb.store.schema import SCHEMA_VERSION, TABLES
 
 __all__ = [
@@ -49,7 +50,8 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     with open_private(tmp) as handle:
-        handle.write(json.dumps(data, indent=2, ensure_ascii=False, default=str).encode())
+        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+        handle.write(redact(text).encode())
         handle.flush()
         os.fsync(handle.fileno())
     replace_atomically(tmp, path)

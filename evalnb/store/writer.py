@@ -12,6 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalnb._secrets import active as secrets_registered
+from evalnb._secrets import redact_json
 from evalnb._types import CheckResult, Sample
 from evalnb.store.rundir import open_private, replace_atomically
 from evalnb.store.schema import CHECKS_SCHEMA, SAMPLES_SCHEMA, VERDICTS_SCHEMA
@@ -102,12 +104,12 @@ def samples_table(samples: Sequence[Sample]) -> pa.Table:
         values = [getattr(s, name) for s in samples]
         convert = _CONVERT.get(name)
         columns[name] = [convert(v) for v in values] if convert else values
-    return pa.Table.from_pydict(columns, schema=SAMPLES_SCHEMA)
+    return _redacted(pa.Table.from_pydict(columns, schema=SAMPLES_SCHEMA))
 
 
 def checks_table(rows: Sequence[tuple[Sample, CheckResult]]) -> pa.Table:
     """Check results as a long Table with :data:`CHECKS_SCHEMA`."""
-    return pa.Table.from_pydict(
+    table = pa.Table.from_pydict(
         {
             "run_id": [s.run_id for s, _ in rows],
             "case_id": [s.case_id for s, _ in rows],
@@ -121,4 +123,15 @@ def checks_table(rows: Sequence[tuple[Sample, CheckResult]]) -> pa.Table:
             "evidence": [r.evidence for _, r in rows],
         },
         schema=CHECKS_SCHEMA,
+    )
+    return _redacted(table)
+
+
+def _redacted(table: pa.Table) -> pa.Table:
+    """``table`` with every registered secret redacted from its strings, nested ones too
+    (nothing to do, and nothing done, while no secret is registered)."""
+    if not secrets_registered():
+        return table
+    return pa.Table.from_pylist(
+        [redact_json(row) for row in table.to_pylist()], schema=table.schema
     )

@@ -32,6 +32,7 @@ from typing import Any
 
 from evalnb._exceptions import TargetError
 from evalnb._numbers import is_number, is_whole
+from evalnb._secrets import register, secret_env_name
 from evalnb._types import Case, Completion, Request
 from evalnb.cases import file_sha256
 from evalnb.evidence import parse_trace
@@ -56,8 +57,10 @@ class Command:
     the workspace and the prompt as sent (plain replacement: other braces are left
     alone). The process also finds them in ``EVALNB_REQUEST``, ``EVALNB_TRACE`` and
     ``EVALNB_WORKSPACE``, next to ``EVALNB_CASE_ID``, ``EVALNB_VARIANT`` and
-    ``EVALNB_REPEAT``; ``env`` is merged over the parent environment. Request params
-    are only in ``request.json``.
+    ``EVALNB_REPEAT``; ``env`` is merged over the parent environment, from which
+    variables named like secrets (``OPENAI_API_KEY``, ``*_TOKEN``, ``*_SECRET``,
+    ``*PASSWORD*``) are left out unless named in ``pass_env``. Request params are only in
+    ``request.json``.
 
     The process runs in the workspace, so give a script as an absolute path;
     ``describe()`` records the SHA-256 of the executable and of every absolute file
@@ -85,6 +88,7 @@ class Command:
         max_output: int = 128 * 1024,
         max_trace: int = 1024 * 1024,
         env: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
         answer: str = "stdout",
         setup: Setup | None = None,
         inspect: Inspect | None = None,
@@ -112,6 +116,8 @@ class Command:
             and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
         ):
             raise TypeError(f"'env' must map names to strings; got {env!r}")
+        if isinstance(pass_env, str) or not all(isinstance(n, str) for n in pass_env):
+            raise TypeError(f"'pass_env' must be a list of variable names; got {pass_env!r}")
         if answer != "stdout":
             raise ValueError(f"'answer' must be 'stdout'; got {answer!r}")
         for name, hook in (("setup", setup), ("inspect", inspect)):
@@ -122,6 +128,9 @@ class Command:
         self.max_output = max_output
         self.max_trace = max_trace
         self.env = dict(env or {})
+        self.pass_env = sorted(set(pass_env))
+        for name in self.pass_env:  # passed to the harness, still never stored
+            register(os.environ.get(name))
         self.answer = answer
         self.setup = setup
         self.inspect = inspect
@@ -158,10 +167,14 @@ class Command:
             "require_trace": self.require_trace,
             # Values may be secrets; the names are enough to reproduce the setup.
             "env": sorted(self.env),
+            "pass_env": self.pass_env,
         }
 
     def _environ(self) -> dict[str, str]:
-        return {**os.environ, **self.env}
+        """The parent's environment without its secrets (unless passed), then ``env``."""
+        passed = set(self.pass_env)
+        inherited = {k: v for k, v in os.environ.items() if k in passed or not secret_env_name(k)}
+        return {**inherited, **self.env}
 
     async def _run(self, tmpdir: Path, request: Request) -> Completion:
         workspace = tmpdir / "workspace"

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import email.utils
 import json
+import math
 import os
 import random
 import re
@@ -18,6 +20,7 @@ from typing import Any
 import httpx
 
 from evalnb._exceptions import TargetError
+from evalnb._secrets import public_url, redact, redact_json, register
 from evalnb._types import Completion, Request, ToolCall
 
 __all__ = ["TRANSPORTS", "OpenAIChat"]
@@ -29,6 +32,37 @@ _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER = 60.0
 # No cap on connections: max_in_flight and the runner's concurrency bound them.
 _LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=512)
+#: The largest response body read (decoded), by default: more is an incomplete sample.
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+# Headers that describe the body as it came over the wire, not as it was read.
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+class _TooLarge(Exception):
+    """A response body over the target's ``max_response_bytes``."""
+
+
+async def _read_capped(
+    response: httpx.Response, request: httpx.Request, cap: int
+) -> httpx.Response:
+    """The response with its body read, at most ``cap`` bytes of it (else ``_TooLarge``)."""
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > cap:
+        raise _TooLarge(f"{int(length):,} bytes announced")
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > cap:
+            raise _TooLarge(f"over {cap:,} bytes read")
+        chunks.append(chunk)
+    headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _WIRE_HEADERS]
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=b"".join(chunks),
+        request=request,
+        extensions=response.extensions,
+    )
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -38,6 +72,8 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
     try:
         seconds = float(value)
+        if not math.isfinite(seconds):  # "nan", "inf": not a delay
+            return None
     except ValueError:
         try:
             when = email.utils.parsedate_to_datetime(value)
@@ -53,9 +89,9 @@ def _error_text(response: httpx.Response) -> str:
         message = body.get("error", {}).get("message") if isinstance(body, dict) else None
     except (json.JSONDecodeError, AttributeError):
         message = None
-    return (
-        f"HTTP {response.status_code}: {message or response.text[:200] or response.reason_phrase}"
-    )
+    # Redacted before it is cut: a key split at the cut would get through in part.
+    text = redact(str(message or response.text))[:200]
+    return f"HTTP {response.status_code}: {text or response.reason_phrase}"
 
 
 def _chat_url(base_url: str) -> httpx.URL:
@@ -146,6 +182,7 @@ class OpenAIChat:
         max_in_flight: int | None = None,
         transport: str = "aiohttp",
         client: httpx.AsyncClient | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ):
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"'base_url' must be an http(s) URL; got {base_url!r}")
@@ -166,10 +203,23 @@ class OpenAIChat:
             raise ValueError(f"'max_retries' must be >= 0; got {max_retries!r}")
         if max_in_flight is not None and max_in_flight < 1:
             raise ValueError(f"'max_in_flight' must be None or >= 1; got {max_in_flight!r}")
+        if not isinstance(max_response_bytes, int) or max_response_bytes < 1:
+            raise ValueError(
+                "'max_response_bytes' must be a positive number of bytes; "
+                f"got {max_response_bytes!r}"
+            )
         if transport not in TRANSPORTS:
             options = ", ".join(repr(t) for t in TRANSPORTS)
             raise ValueError(f"'transport' must be one of {options}; got {transport!r}")
+        if api_key_env is not None and "@" in base_url.split("://", 1)[1].split("/", 1)[0]:
+            raise ValueError(
+                "'base_url' carries a user and password and 'api_key_env' names a key: "
+                "the server gets one of them; give only one"
+            )
+        if api_key_env is not None:
+            register(os.environ[api_key_env])
         self.base_url = base_url.rstrip("/")
+        public_url(self.base_url)  # a password in the URL is redacted everywhere
         self.model = model
         self.api_key_env = api_key_env
         self.params = dict(params or {})
@@ -179,7 +229,17 @@ class OpenAIChat:
         self.max_backoff = max_backoff
         self.max_in_flight = max_in_flight
         self.transport = transport
+        self.max_response_bytes = max_response_bytes
         self._url = _chat_url(self.base_url)
+        # A user and password in the URL become a Basic header, sent without them in the
+        # URL: aiohttp refuses a request that has both.
+        self._basic: dict[str, str] = {}
+        if self._url.userinfo:
+            user = f"{self._url.username}:{self._url.password}".encode()
+            token = base64.b64encode(user).decode("ascii")
+            self._basic = {"Authorization": f"Basic {token}"}
+            register(token)
+            self._url = self._url.copy_with(username=None, password=None)
         self._client = client
         self._owns_client = client is None
         self._gate: asyncio.Semaphore | None = None
@@ -228,12 +288,13 @@ class OpenAIChat:
 
     def _headers(self) -> dict[str, str]:
         if self.api_key_env is None:
-            return {}
-        return {"Authorization": f"Bearer {os.environ.get(self.api_key_env, '')}"}
+            return self._basic
+        key = os.environ.get(self.api_key_env, "")
+        register(key)  # read now: it may have changed since the target was made
+        return {"Authorization": f"Bearer {key}"}
 
     def _redact(self, text: str) -> str:
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return text.replace(key, "[redacted]") if key else text
+        return redact(text)
 
     def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {}
@@ -255,9 +316,11 @@ class OpenAIChat:
     async def _post(self, client: httpx.AsyncClient, content: bytes) -> httpx.Response:
         """POST ``content`` to the chat route and read the whole response."""
         transport = self._direct
+        cap = self.max_response_bytes
         if transport is None:
             headers = {"Content-Type": "application/json", **self._headers()}
-            return await client.post(self._url, content=content, headers=headers)
+            async with client.stream("POST", self._url, content=content, headers=headers) as got:
+                return await _read_capped(got, got.request, cap)
         # AsyncClient.send costs about as much CPU again as the aiohttp transport under it
         # (auth flow, redirects, cookies, hooks: none of which this client has), which a
         # fast local server shows (BENCHMARKS.md, runner (b)). The request is the one
@@ -271,10 +334,9 @@ class OpenAIChat:
         )
         response = await transport.handle_async_request(request)
         try:
-            await response.aread()
+            return await _read_capped(response, request, cap)
         finally:
             await response.aclose()
-        return response
 
     async def complete(self, request: Request) -> Completion:
         client = self._ensure_client()
@@ -296,6 +358,12 @@ class OpenAIChat:
                         response = await self._post(client, content)
             except no_response as exc:
                 failure, status = _no_response(exc, self.timeout)
+            except _TooLarge as exc:
+                # Not retried: the same request would bring the same answer.
+                failure = (
+                    f"response too large ({exc}; max_response_bytes={self.max_response_bytes:,})"
+                )
+                break
             else:
                 if response.status_code == 200:
                     return self._parse(response, sent, retries)
@@ -356,13 +424,14 @@ class OpenAIChat:
         """Target settings and what the server says about itself (``/models``)."""
         info: dict[str, Any] = {
             "type": "openai",
-            "base_url": self.base_url,
+            "base_url": public_url(self.base_url),
             "model": self.model,
             "params": self.params,
             "api_key_env": self.api_key_env,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
             "max_in_flight": self.max_in_flight,
+            "max_response_bytes": self.max_response_bytes,
             "transport": self.transport if self._owns_client else "client",
         }
         errors: tuple[type[Exception], ...] = (
@@ -372,7 +441,10 @@ class OpenAIChat:
         )
         try:
             response = await self._ensure_client().get(
-                f"{self.base_url}/models", headers=self._headers()
+                self._url.copy_with(
+                    path=self._url.path.removesuffix("/chat/completions") + "/models"
+                ),
+                headers=self._headers(),
             )
             info["server"] = {
                 "status": response.status_code,
@@ -380,5 +452,6 @@ class OpenAIChat:
                 "models": response.json() if response.status_code == 200 else None,
             }
         except errors as exc:
-            info["server"] = {"error": self._redact(f"{type(exc).__name__}: {exc}")}
-        return info
+            info["server"] = {"error": f"{type(exc).__name__}: {exc}"}
+        # A server may echo what it was sent, the key too: nothing of it is kept.
+        return dict(redact_json(info))
