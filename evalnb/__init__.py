@@ -19,7 +19,13 @@ import types as _types
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from evalnb._exceptions import CasesError, EvalnbError, StoreError, TargetError
+    from evalnb._exceptions import (
+        CasesError,
+        EvalnbError,
+        StoreError,
+        TargetError,
+        full_traceback,
+    )
     from evalnb._types import (
         Action,
         Case,
@@ -67,7 +73,13 @@ if _typing.TYPE_CHECKING:
 
 #: Where each public name lives.
 _MODULES = {
-    "evalnb._exceptions": ("CasesError", "EvalnbError", "StoreError", "TargetError"),
+    "evalnb._exceptions": (
+        "CasesError",
+        "EvalnbError",
+        "StoreError",
+        "TargetError",
+        "full_traceback",
+    ),
     "evalnb._types": (
         "Action",
         "Case",
@@ -162,6 +174,7 @@ __all__ = [
     "calibrate",
     "compare",
     "compare_cases",
+    "full_traceback",
     "gate",
     "latency",
     "load",

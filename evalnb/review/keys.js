@@ -11,10 +11,13 @@
 // Escape leaves a text field so that keys work again.
 //
 // Each key, and each click in the panel, expects an answer from the kernel. With no
-// answer within a few seconds the panel says so; when the front end has lost the
-// kernel's comm (a restart) the panel says it is stale and must be made again.
+// answer within a few seconds the panel says so: the kernel is busy, or it restarted and
+// the panel is stale (a new kernel does not know its comm) and must be made again. When
+// sending itself fails, the panel is stale for certain.
 
 const WAIT_MS = 3000;
+const STALE =
+  "This panel is stale: its kernel restarted or stopped, so nothing done here is saved. Run the cell that made it again.";
 const stopHere = (event) => event.stopPropagation();
 const PASS = new Set(["Tab", "F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F11", "F12"]);
 
@@ -46,6 +49,7 @@ function render({ model, el }) {
   };
 
   const say = (text) => {
+    findPanel();
     alarm.textContent = text;
     alarm.style.display = text ? "block" : "none";
     if (panel) panel.classList.toggle("evalnb-dead", lost);
@@ -58,7 +62,7 @@ function render({ model, el }) {
       model.send({ ...content, seq });
     } catch (error) {
       lost = true;
-      say("This panel is stale: its kernel is gone (restarted or shut down). Run the cell that made it again.");
+      say(STALE);
     }
   };
 
@@ -124,21 +128,14 @@ function render({ model, el }) {
     const seconds = Math.round((Date.now() - oldest) / 1000);
     say(
       lost
-        ? "This panel is stale: its kernel restarted or stopped, so nothing done here is saved. Run the cell that made it again."
+        ? STALE
         : `No answer from the kernel for ${seconds} s: it is busy, or it restarted (then this panel is stale: run its cell again). Keys typed meanwhile are queued.`
     );
   }, 500);
 
-  const onLive = () => {
-    // The comm's state changed after the panel was drawn: a restart or a shutdown.
-    lost = true;
-    send({ event: "ping" });
-  };
-
   window.addEventListener("keydown", onKey, true);
   window.addEventListener("pointerdown", onDown, true);
   model.on("msg:custom", onMessage);
-  model.on("comm_live_update", onLive);
 
   return () => {
     clearInterval(watch);

@@ -115,7 +115,11 @@ def body(sample: SampleView) -> str:
         _section(
             "Review instruction",
             "<div class='nb-box nb-review'>"
-            + (esc(review) if review else "<i>No review instruction for this case.</i>")
+            + (
+                esc(review)
+                if not _missing(review) and review != ""
+                else "<i>No review instruction for this case.</i>"
+            )
             + "</div>",
         ),
         _section("Prompt as sent", _pre(sample.prompt)),
