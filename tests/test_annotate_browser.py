@@ -206,7 +206,9 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
             panel.locator("button.evalnb-next").click(force=True)
             stale = panel.locator(".evalnb-stale")
             stale.wait_for(state="visible", timeout=20_000)
-            assert "this panel is stale: run its cell again" in stale.inner_text()
+            # Either the send fails (stale for certain) or no answer comes (busy or stale).
+            said = stale.inner_text().lower()
+            assert "this panel is stale" in said and "cell" in said and "again" in said
             panel.screenshot(path=str(ARTIFACTS / "review-panel-stale.png"))
             run_all(page)
             page.wait_for_function(
