@@ -19,7 +19,13 @@ import types as _types
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
-    from evalnb._exceptions import CasesError, EvalnbError, StoreError, TargetError
+    from evalnb._exceptions import (
+        CasesError,
+        EvalnbError,
+        StoreError,
+        TargetError,
+        full_traceback,
+    )
     from evalnb._types import (
         Action,
         Case,
@@ -69,7 +75,13 @@ if _typing.TYPE_CHECKING:
 
 #: Where each public name lives.
 _MODULES = {
-    "evalnb._exceptions": ("CasesError", "EvalnbError", "StoreError", "TargetError"),
+    "evalnb._exceptions": (
+        "CasesError",
+        "EvalnbError",
+        "StoreError",
+        "TargetError",
+        "full_traceback",
+    ),
     "evalnb._types": (
         "Action",
         "Case",
@@ -168,6 +180,7 @@ __all__ = [
     "compare_cases",
     "compare_runs",
     "costs",
+    "full_traceback",
     "gate",
     "latency",
     "load",

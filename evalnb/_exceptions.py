@@ -8,20 +8,45 @@
      └── StoreError             a run directory cannot be written or read as asked
 
 Bad arguments to a function raise the built-in ``ValueError`` or ``TypeError``.
+
+In IPython (Jupyter) an ``EvalnbError`` shows as its one line, not as a traceback through
+threads and asyncio: the message says what to do. :func:`full_traceback` prints the
+whole chain of the last error; ``EvalnbError.short_traceback = False`` shows every
+traceback in full.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+import traceback
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from evalnb._types import Completion
 
-__all__ = ["CasesError", "EvalnbError", "StoreError", "TargetError"]
+__all__ = ["CasesError", "EvalnbError", "StoreError", "TargetError", "full_traceback"]
 
 
 class EvalnbError(Exception):
     """Base class of every error evalnb raises on purpose."""
+
+    #: Whether IPython shows the error as its one line (False: the full traceback).
+    short_traceback: ClassVar[bool] = True
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython calls this instead of printing the traceback; raising falls back to it.
+        if not EvalnbError.short_traceback:
+            raise NotImplementedError("full traceback asked for")
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self}"]
+
+
+def full_traceback() -> None:
+    """Print the full traceback, with its chain, of the last error shown in IPython."""
+    error = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+    if error is None:
+        print("No error has been shown yet.")
+        return
+    print("".join(traceback.format_exception(error)), end="")
 
 
 class CasesError(EvalnbError):

@@ -74,7 +74,7 @@ def visible_html(panel: Annotator) -> str:
 
 
 def test_the_panel_shows_everything_a_reviewer_needs(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", advance=False)
     assert isinstance(panel, Annotator)
     assert shown(panel) == ("read", "v1", 0)
     assert panel.count == 8 and panel.reviewed == 0
@@ -92,7 +92,7 @@ def test_the_panel_shows_everything_a_reviewer_needs(run_dir: Path) -> None:
 
 
 def test_every_model_and_case_string_is_escaped_before_the_front_end(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="<b>ana</b>")
+    panel = annotate(run_dir, annotator="<b>ana</b>", advance=False)
     seen = []
     for at in range(panel.count):
         panel.go(at)
@@ -112,7 +112,7 @@ def test_every_model_and_case_string_is_escaped_before_the_front_end(run_dir: Pa
 
 
 def test_a_click_saves_at_once_and_a_new_panel_resumes(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", advance=False)
     panel.reason.value = "  answer is markup, not a project name "
     panel.fail_button.click()
     saved = latest_verdicts(run_dir)
@@ -128,7 +128,7 @@ def test_a_click_saves_at_once_and_a_new_panel_resumes(run_dir: Path) -> None:
     panel.needs_review_button.click()
     assert panel.reviewed == 3
 
-    again = annotate(run_dir, annotator="ana")
+    again = annotate(run_dir, annotator="ana", advance=False)
     assert shown(again) == ("read", "v2", 1)  # the first one without a verdict
     assert again.reviewed == 3
     again.previous_button.click()
@@ -141,11 +141,12 @@ def test_a_click_saves_at_once_and_a_new_panel_resumes(run_dir: Path) -> None:
 
 
 def test_changing_a_verdict_keeps_the_history_and_counts_once(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", advance=False)
     panel.pass_button.click()
     panel.reason.value = "on second reading, no"
-    assert "click a verdict to save it" in panel.status.value
+    assert "reason not saved" in panel.unsaved.value
     panel.fail_button.click()
+    assert panel.unsaved.value == ""
     assert panel.reviewed == 1
     assert len(verdict_history(run_dir)) == 2
     assert latest_verdicts(run_dir)["verdict"].tolist() == ["fail"]
@@ -153,7 +154,7 @@ def test_changing_a_verdict_keeps_the_history_and_counts_once(run_dir: Path) -> 
 
 
 def test_navigation_and_next_unreviewed_wraps_round(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", advance=False)
     assert panel.previous_button.disabled and not panel.next_button.disabled
     panel.go(7)
     assert panel.next_button.disabled
@@ -180,7 +181,7 @@ def test_advance_moves_on_after_a_verdict(run_dir: Path) -> None:
 
 
 def test_filters(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", advance=False)
     panel.variant_filter.value = 1  # v2
     assert panel.count == 4 and shown(panel)[1] == "v2"
     panel.case_filter.value = dict(panel.case_filter.options)["read"]
@@ -211,7 +212,7 @@ def test_filters(run_dir: Path) -> None:
 
 
 def test_an_empty_selection_disables_the_verdicts(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", advance=False)
     for _ in range(8):
         panel.record("pass")
         panel.next()
@@ -236,26 +237,70 @@ def test_the_check_compared_in_the_disagreement_filter_can_be_chosen(run_dir: Pa
     assert panel.count == 0
 
 
-def test_letter_keys_in_the_shortcut_box(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
-    panel.shortcuts.value = "f"
-    assert panel.shortcuts.value == ""
+def test_keys_do_what_the_buttons_do(run_dir: Path) -> None:
+    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel.press("f")
     assert latest_verdicts(run_dir)["verdict"].tolist() == ["fail"]
-    panel.shortcuts.value = "j"
+    panel.press("j")
     assert shown(panel) == ("read", "v1", 1)
-    panel.shortcuts.value = "P"
-    panel.shortcuts.value = "r"
-    panel.shortcuts.value = "k"
+    panel.press("P")
+    panel.press("r")
+    panel.press("ArrowLeft")
     assert shown(panel) == ("read", "v1", 0)
-    panel.shortcuts.value = "u"
+    panel.press("u")
     assert shown(panel) == ("read", "v2", 0)
-    panel.shortcuts.value = "x"
+    panel.press("Escape")
+    assert panel.status.value == ""
+    panel.press("x")
     assert "Key x does nothing" in panel.status.value
     assert latest_verdicts(run_dir)["verdict"].tolist() == ["fail", "needs_review"]
 
 
+def test_keys_from_the_front_end_are_handled_in_order_and_answered(run_dir: Path) -> None:
+    panel = annotate(run_dir, annotator="ana")
+    answers: list[object] = []
+    panel.key_capture.send = answers.append  # type: ignore[method-assign]
+    for seq, key in enumerate("pfr", start=1):
+        panel.key_capture._handle(panel.key_capture, {"event": "key", "key": key, "seq": seq}, [])
+    panel.key_capture._handle(panel.key_capture, {"event": "ping", "seq": 4}, [])
+    history = verdict_history(run_dir)
+    assert history["verdict"].tolist() == ["pass", "fail", "needs_review"]
+    assert history["repeat"].tolist() == [0, 1, 0]  # advance: one sample per key
+    assert answers == [{"ack": 1}, {"ack": 2}, {"ack": 3}, {"ack": 4}]
+    assert panel.key_capture.received == 3
+
+
+def test_skip_leaves_a_sample_without_a_verdict(run_dir: Path) -> None:
+    panel = annotate(run_dir, annotator="ana")
+    panel.skip_button.click()
+    assert shown(panel) == ("read", "v1", 1) and panel.reviewed == 0
+    panel.pass_button.click()
+    assert shown(panel) == ("read", "v2", 0)
+    assert latest_verdicts(run_dir)["repeat"].tolist() == [1]
+
+
+def test_undo_appends_the_earlier_verdict_and_goes_back(run_dir: Path) -> None:
+    panel = annotate(run_dir, annotator="ana")
+    assert panel.undo_button.disabled
+    panel.reason.value = "too vague"
+    panel.fail_button.click()  # read v1 0, then on to read v1 1
+    panel.previous_button.click()
+    panel.reason.value = "fine after all"
+    panel.pass_button.click()
+    assert shown(panel) == ("read", "v1", 1)
+    panel.undo_button.click()
+    assert shown(panel) == ("read", "v1", 0)
+    assert "fail</b> again" in panel.status.value
+    history = verdict_history(run_dir)
+    assert history["verdict"].tolist() == ["fail", "pass", "fail"]  # nothing is erased
+    assert history["reason"].tolist() == ["too vague", "fine after all", "too vague"]
+    panel.undo_button.click()  # the first verdict: there is nothing earlier to restore
+    assert "first verdict" in panel.status.value and shown(panel) == ("read", "v1", 0)
+    assert len(verdict_history(run_dir)) == 3 and panel.undo_button.disabled
+
+
 def test_annotators_are_kept_apart(run_dir: Path) -> None:
-    annotate(run_dir, annotator="ana").record("fail")
+    annotate(run_dir, annotator="ana", advance=False).record("fail")
     bo = annotate(run_dir, annotator="bo")
     assert shown(bo) == ("read", "v1", 0) and bo.reviewed == 0
     bo.record("pass")
@@ -295,7 +340,7 @@ def test_review_the_samples_calibration_found(run_dir: Path) -> None:
 def test_the_run_sees_new_verdicts_at_once(run_dir: Path) -> None:
     run = load(run_dir)
     assert rates(run, by="variant", source="verdicts")["k"].sum() == 0
-    panel = annotate(run, "ana")
+    panel = annotate(run, "ana", advance=False)
     panel.record("pass")
     assert rates(run, by="variant", source="verdicts")["k"].sum() == 1
 
@@ -303,7 +348,7 @@ def test_the_run_sees_new_verdicts_at_once(run_dir: Path) -> None:
 def test_several_runs_save_into_their_own_directory(tmp_path: Path) -> None:
     one = write_run(tmp_path / "one", [{"case_id": "c", "variant": "v", "repeat": 0}])
     two = write_run(tmp_path / "two", [{"case_id": "c", "variant": "v", "repeat": 0}])
-    panel = annotate(load([one, two]), "ana")
+    panel = annotate(load([one, two]), "ana", advance=False)
     assert panel.count == 2 and "run <b>one</b>" in panel.header.value
     panel.next()
     panel.record("fail")
@@ -318,7 +363,7 @@ def test_bad_arguments_are_named(run_dir: Path) -> None:
         annotate(run_dir, "ana", advance=1)
     with pytest.raises(ValueError, match=r"'check' must be a check type or name"):
         annotate(run_dir, "ana", check="nope")
-    panel = annotate(run_dir, "ana")
+    panel = annotate(run_dir, "ana", advance=False)
     with pytest.raises(ValueError, match=re.escape("'verdict' must be one of 'pass', 'fail'")):
         panel.record("maybe")
 
@@ -326,7 +371,7 @@ def test_bad_arguments_are_named(run_dir: Path) -> None:
 def test_a_failed_save_says_so_and_changes_nothing(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    panel = annotate(run_dir, "ana")
+    panel = annotate(run_dir, "ana", advance=False)
 
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")

@@ -1,10 +1,12 @@
 """The review panel in a real JupyterLab, driven by a real headless Chromium.
 
-The notebook is run through the menu (Run → Run All Cells) as a person would; the
-reviewer types a reason, clicks Fail and Next, and uses a key shortcut; the verdicts
-are then read back from the run directory. A sample whose answer is an HTML/script
-attack must show as literal text, run nothing and open no dialog. On failure a
-screenshot is saved under test-artifacts/.
+One JupyterLab for the whole module; the notebook is run through the menu (Run → Run All
+Cells) as a person would. The reviewer types a reason, clicks, and works with keys:
+after a click anywhere in the panel, fast (30 keys 10 ms apart, each stored in order),
+and never reaching JupyterLab (``d d`` deletes no cell). Drafts survive moving and a
+kernel restart; after a restart the old panel says it is stale. A sample whose answer is
+an HTML/script attack shows as literal text and runs nothing. Screenshots of the panel go
+to test-artifacts/ (and one of the page on failure).
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from evalnb.verdicts import latest_verdicts
+from evalnb.verdicts import latest_verdicts, verdict_history
 from tests.browser.lab import (
     ARTIFACTS,
     CHROMIUM,
@@ -30,6 +33,9 @@ from tests.test_analysis_runs import write_run
 ATTACK = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 REVIEW = "Fails when markup <b>shows</b> as <i>markup</i>"
 TIMEOUT_MS = 60_000
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ("pfr" * 10)[:30]
+VERDICT = {"p": "pass", "f": "fail", "r": "needs_review"}
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
@@ -41,31 +47,53 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> N
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
-@pytest.mark.timeout(240)
-def test_review_in_jupyterlab_saves_verdicts_and_runs_no_model_markup(tmp_path: Path) -> None:
+def shows(page: Any, text: str) -> None:
+    """Wait until the panel's header names ``text`` (such as 'repeat 2')."""
+    page.wait_for_function(
+        "t => document.querySelector('.evalnb-annotator .evalnb-header')?.innerText.includes(t)",
+        arg=text,
+    )
+
+
+def run_all(page: Any) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
+def verdicts_of(run_dir: Path, case: str) -> list[str]:
+    latest = latest_verdicts(run_dir)
+    return latest[latest["case_id"] == case].sort_values("repeat")["verdict"].tolist()
+
+
+@pytest.mark.timeout(420)
+def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
     require_chromium()
     from playwright.sync_api import sync_playwright
 
     root = tmp_path / "lab"
     root.mkdir()
-    answers = [ATTACK, "plain answer", "third answer"]
+    answers = [ATTACK, "plain answer", "third answer", "fourth answer"]
+    rows = [
+        {
+            "case_id": "attack",
+            "variant": "v1",
+            "repeat": r,
+            "answer": answer,
+            "checks": {"mentions <order>": r > 0},
+        }
+        for r, answer in enumerate(answers)
+    ]
+    rows += [
+        {"case_id": "many", "variant": "v1", "repeat": r, "answer": f"answer {r}\n" * (r % 7 * 9)}
+        for r in range(32)
+    ]
     run_dir = write_run(
-        root / "run",
-        [
-            {
-                "case_id": "attack",
-                "variant": "v1",
-                "repeat": r,
-                "answer": answer,
-                "checks": {"mentions <order>": r > 0},
-            }
-            for r, answer in enumerate(answers)
-        ],
-        cases=[{"id": "attack", "review": REVIEW}],
+        root / "run", rows, cases=[{"id": "attack", "review": REVIEW}, {"id": "many"}]
     )
     write_notebook(
         root / "review.ipynb",
-        "from evalnb.annotate import annotate\npanel = annotate('run', annotator='browser')\npanel",
+        "import evalnb\nprint(evalnb.__file__)",
+        "panel = evalnb.annotate('run', annotator='browser')\npanel",
     )
     dialogs: list[str] = []
     with jupyter_lab(root) as lab, sync_playwright() as playwright:
@@ -75,55 +103,125 @@ def test_review_in_jupyterlab_saves_verdicts_and_runs_no_model_markup(tmp_path: 
         page = browser.new_page(viewport={"width": 1400, "height": 1100})
         page.set_default_timeout(TIMEOUT_MS)
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        panel = page.locator(".evalnb-annotator")
         try:
             page.goto(lab.page_url("review.ipynb"))
             page.locator(".jp-Notebook .jp-Cell").first.wait_for()
             lab.wait_kernels_idle(timeout=90)
             cells = page.locator(".jp-Notebook .jp-Cell").count()
-
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-            body = page.locator(".evalnb-annotator .evalnb-body")
+            run_all(page)
+            body = panel.locator(".evalnb-body")
             body.wait_for(state="visible")
-            header = page.locator(".evalnb-annotator .evalnb-header")
-            page.wait_for_function(
-                "() => document.querySelector('.evalnb-header')?.innerText.includes('repeat 0')"
-            )
+            shows(page, "repeat 0")
+            # The kernel imports this checkout's evalnb.
+            assert str(ROOT / "evalnb") in page.locator(".jp-OutputArea-output").first.inner_text()
 
             # The attack shows as literal text and runs nothing.
             text = body.inner_text()
-            assert ATTACK in text
-            assert REVIEW in text
-            assert "mentions <order>" in text
-            assert page.locator(".evalnb-annotator img").count() == 0
-            assert page.locator(".evalnb-annotator script").count() == 0
+            assert ATTACK in text and REVIEW in text and "mentions <order>" in text
+            assert panel.locator("img").count() == 0 and panel.locator("script").count() == 0
             assert page.evaluate("() => typeof window.__pwned") == "undefined"
 
-            # Letters typed into the panel must not reach the notebook's own shortcuts
-            # ("d d" deletes a cell in command mode, "a"/"b" insert one).
+            # A reason typed in the box ("dd ab" would delete and insert cells in
+            # command mode), then the Fail button: saved, and on to the next sample.
             reason = "dd ab: shows raw markup"
-            page.locator(".evalnb-annotator .evalnb-reason textarea").fill("")
-            page.locator(".evalnb-annotator .evalnb-reason textarea").type(reason, delay=20)
-            page.locator(".evalnb-annotator button.evalnb-fail").click()
-            wait_for(lambda: len(latest_verdicts(run_dir)) == 1, "the Fail verdict on disk")
-            saved = latest_verdicts(run_dir)
-            page.locator(".evalnb-annotator button.evalnb-next").click()
-            page.wait_for_function(
-                "() => document.querySelector('.evalnb-header')?.innerText.includes('repeat 1')"
-            )
-            assert "1 of 3 reviewed" in page.locator(".evalnb-progress").inner_text()
+            box = panel.locator(".evalnb-reason textarea")
+            box.fill("")
+            box.type(reason, delay=20)
+            panel.locator("button.evalnb-fail").click()
+            wait_for(lambda: verdicts_of(run_dir, "attack") == ["fail"], "the Fail on disk")
+            shows(page, "repeat 1")
 
-            # One-letter keys in the shortcut box: p gives a pass, then j moves on.
-            keys = page.locator(".evalnb-annotator .evalnb-keys input")
-            keys.click()
-            keys.press("p")
-            wait_for(lambda: len(latest_verdicts(run_dir)) == 2, "the Pass given by key")
-            keys.press("j")
-            page.wait_for_function(
-                "() => document.querySelector('.evalnb-header')?.innerText.includes('repeat 2')"
-            )
-            assert "repeat 2" in header.inner_text()
+            # A click on the answer text, the pointer then leaves the panel: keys still
+            # go to the panel, and d d deletes no cell.
+            body.click(position={"x": 40, "y": 40})
+            page.mouse.move(1390, 1090)
+            page.keyboard.press("d")
+            page.keyboard.press("d")
+            page.keyboard.press("a")
+            page.keyboard.press("b")
+            page.keyboard.press("p")
+            wait_for(lambda: verdicts_of(run_dir, "attack") == ["fail", "pass"], "the Pass")
+            shows(page, "repeat 2")
+            assert "Key b does nothing" not in panel.locator(".evalnb-status").inner_text()
             assert page.locator(".jp-Notebook .jp-Cell").count() == cells
+
+            # A draft survives Next and Previous; Escape leaves the box for the keys.
+            box.click()
+            box.type("half a thought", delay=10)
+            # The box's text reaches the kernel on its own channel: wait until it has.
+            panel.locator(".evalnb-unsaved", has_text="reason not saved").wait_for()
+            page.keyboard.press("Escape")
+            page.keyboard.press("j")
+            shows(page, "repeat 3")
+            page.wait_for_function(
+                "() => document.querySelector('.evalnb-reason textarea').value === ''"
+            )
+            page.keyboard.press("k")
+            shows(page, "repeat 2")
+            page.wait_for_function(
+                "() => document.querySelector('.evalnb-reason textarea').value === 'half a thought'"
+            )
+            assert "reason not saved" in panel.locator(".evalnb-unsaved").inner_text()
+
+            # Skip leaves repeat 2 without a verdict; f on repeat 3, back, p; undo
+            # restores repeat 3's fail as a new verdict and shows it again.
+            panel.locator("button.evalnb-skip").click()
+            shows(page, "repeat 3")
+            page.keyboard.press("f")
+            wait_for(lambda: len(verdicts_of(run_dir, "attack")) == 3, "the fail on repeat 3")
+            page.keyboard.press("ArrowLeft")
+            shows(page, "attack")
+            page.keyboard.press("p")
+            wait_for(lambda: len(verdict_history(run_dir)) == 4, "the pass on repeat 3")
+            page.keyboard.press("z")
+            wait_for(lambda: len(verdict_history(run_dir)) == 5, "the undo")
+            shows(page, "repeat 3")
+            assert "fail</b>" in panel.locator(".evalnb-status").inner_html()
+            assert verdicts_of(run_dir, "attack") == ["fail", "pass", "fail"]
+
+            # 30 keys, 10 ms apart, over the "many" case: every one stored, in order.
+            panel.locator(".evalnb-filter select").nth(1).select_option(label="many")
+            shows(page, "many")
+            shows(page, "repeat 0")
+            panel.hover(position={"x": 300, "y": 20})
+            page.keyboard.type(FAST, delay=10)
+            wait_for(lambda: len(verdicts_of(run_dir, "many")) == 30, "30 verdicts by key", 60)
+            assert verdicts_of(run_dir, "many") == [VERDICT[k] for k in FAST]
+            shows(page, "repeat 30")
+            assert page.locator(".jp-Notebook .jp-Cell").count() == cells
+            ARTIFACTS.mkdir(exist_ok=True)
+            panel.screenshot(path=str(ARTIFACTS / "review-panel.png"))
+
+            # A draft on repeat 30, then a kernel restart: the old panel says it is
+            # stale, and the panel made again shows the draft.
+            box.click()
+            box.type("kept across a restart", delay=10)
+            panel.locator(".evalnb-unsaved", has_text="reason not saved").wait_for()
+            page.keyboard.press("Escape")
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Kernel$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Restart Kernel…$")).click()
+            page.locator(".jp-Dialog-footer button", has_text="Restart").click()
+            lab.wait_kernels_idle(timeout=90)
+            panel.locator("button.evalnb-next").click(force=True)
+            stale = panel.locator(".evalnb-stale")
+            stale.wait_for(state="visible", timeout=20_000)
+            # Either the send fails (stale for certain) or no answer comes (busy or stale).
+            said = stale.inner_text().lower()
+            assert "this panel is stale" in said and "cell" in said and "again" in said
+            panel.screenshot(path=str(ARTIFACTS / "review-panel-stale.png"))
+            run_all(page)
+            page.wait_for_function(
+                "() => !document.querySelector('.evalnb-annotator .evalnb-stale')"
+                " || document.querySelector('.evalnb-annotator .evalnb-stale')"
+                ".style.display === 'none'"
+            )
+            panel.locator(".evalnb-filter select").nth(1).select_option(label="many")
+            shows(page, "repeat 30")
+            page.wait_for_function(
+                "() => document.querySelector('.evalnb-annotator .evalnb-reason textarea')"
+                "?.value === 'kept across a restart'"
+            )
             assert page.evaluate("() => typeof window.__pwned") == "undefined"
             assert dialogs == []
         except BaseException:
@@ -133,8 +231,7 @@ def test_review_in_jupyterlab_saves_verdicts_and_runs_no_model_markup(tmp_path: 
         finally:
             browser.close()
 
-    verdicts = latest_verdicts(run_dir).set_index("repeat")
-    failed = saved.iloc[0]
-    assert (failed["case_id"], failed["repeat"], failed["annotator"]) == ("attack", 0, "browser")
-    assert (failed["verdict"], failed["reason"]) == ("fail", reason)
-    assert verdicts.loc[1, "verdict"] == "pass"
+    history = verdict_history(run_dir)
+    first = history.iloc[0]
+    assert (first["case_id"], first["repeat"], first["verdict"]) == ("attack", 0, "fail")
+    assert first["reason"] == reason

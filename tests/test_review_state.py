@@ -9,7 +9,7 @@ import pytest
 
 from evalnb.analysis import load, rates
 from evalnb.review.state import Filters, ReviewState
-from evalnb.verdicts import VerdictStore, latest_verdicts
+from evalnb.verdicts import VerdictStore, latest_verdicts, verdict_history
 from tests.test_analysis_runs import write_run
 
 
@@ -44,7 +44,7 @@ def queue(state: ReviewState) -> list[tuple[str, str, int]]:
 
 
 def test_next_and_previous_step_through_the_sorted_queue(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana")
+    state = ReviewState(run_dir, "ana", advance=False)
     assert state.count == 8 and state.at == 0
     assert queue(state) == [
         (case, variant, repeat)
@@ -61,7 +61,7 @@ def test_next_and_previous_step_through_the_sorted_queue(run_dir: Path) -> None:
 
 
 def test_filters_narrow_the_queue_and_keep_the_shown_sample(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana")
+    state = ReviewState(run_dir, "ana", advance=False)
     v2 = dict(state.variants)["v2"]
     state.go(3)  # a, v2, 1
     state.select(Filters(variant=v2))
@@ -84,7 +84,7 @@ def test_filters_narrow_the_queue_and_keep_the_shown_sample(run_dir: Path) -> No
 
 
 def test_a_verdict_is_saved_and_read_back(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana")
+    state = ReviewState(run_dir, "ana", advance=False)
     state.draft = "  names the wrong project "
     assert state.record("fail") == {"run_id": "run", "case_id": "a", "variant": "v1", "repeat": 0}
     saved = latest_verdicts(run_dir)
@@ -94,31 +94,58 @@ def test_a_verdict_is_saved_and_read_back(run_dir: Path) -> None:
     ]
     assert state.verdict == "fail" and state.reason == "names the wrong project"
 
-    again = ReviewState(run_dir, "ana")
+    again = ReviewState(run_dir, "ana", advance=False)
     assert key(again) == ("a", "v1", 1)  # resumes at the first sample without a verdict
     assert again.verdict is None and again.draft == "" and again.saved_at is None
     again.go(0)
     assert again.verdict == "fail" and again.draft == "names the wrong project"
     assert again.saved_at == saved["created_at"].iloc[0]
-    assert ReviewState(run_dir, "bo").reviewed == 0  # annotators are kept apart
+    assert ReviewState(run_dir, "bo", advance=False).reviewed == 0  # annotators are kept apart
 
 
-def test_a_draft_is_kept_on_its_sample_until_the_reviewer_moves(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana")
+def test_a_draft_is_kept_on_its_sample_across_moves_and_restarts(run_dir: Path) -> None:
+    state = ReviewState(run_dir, "ana", advance=False)
     state.draft = "half typed"
-    state.select(Filters(case=dict(state.cases)["a"]))  # the sample shown stays...
-    assert state.draft == ""  # ...but, as before, a new selection shows the saved reason
-    state.draft = "first reading "
+    assert state.unsaved and not state.draft_changed
+    state.next()
+    assert state.draft == "" and not state.unsaved
+    state.previous()
+    assert state.draft == "half typed" and state.unsaved
+    state.select(Filters(case=dict(state.cases)["a"]))
+    assert state.draft == "half typed"
+    again = ReviewState(run_dir, "ana", advance=False)  # a new kernel reads it from disk
+    assert key(again) == ("a", "v1", 0) and again.draft == "half typed"
     state.record("pass")
-    assert state.draft == "first reading "  # saving keeps the text in the box
-    assert not state.draft_changed
+    assert state.draft == "half typed" and not state.unsaved
+    assert latest_verdicts(run_dir)["reason"].tolist() == ["half typed"]
+    assert ReviewState(run_dir, "bo", advance=False).draft == ""  # drafts are per reviewer
+
+
+def test_an_edited_reason_is_saved_with_its_verdict_on_moving(run_dir: Path) -> None:
+    state = ReviewState(run_dir, "ana", advance=False)
+    state.draft = "first reading"
+    state.record("fail")
     state.draft = "second reading"
     assert state.draft_changed
     state.next()
-    assert state.draft == "" and not state.draft_changed
     state.previous()
-    assert state.draft == "first reading"  # the unsaved edit is gone; the saved reason shows
-    assert latest_verdicts(run_dir)["reason"].tolist() == ["first reading"]
+    assert state.verdict == "fail" and state.draft == "second reading" and not state.unsaved
+    history = verdict_history(run_dir)
+    assert history["verdict"].tolist() == ["fail", "fail"]
+    assert history["reason"].tolist() == ["first reading", "second reading"]
+
+
+def test_states_of_one_reviewer_share_what_is_saved(run_dir: Path) -> None:
+    one = ReviewState(run_dir, "ana", advance=False)
+    two = ReviewState(run_dir, "ana", where="variant == 'v1'")
+    heard: list[int] = []
+    two.on_change.append(lambda: heard.append(two.reviewed))
+    one.draft = "shared"
+    assert two.draft == "shared"  # the same sample (a, v1, 0) is shown in both
+    one.record("fail")
+    assert heard == [1] and two.verdict == "fail" and two.reason == "shared"
+    other = ReviewState(run_dir, "bo", advance=False)
+    assert other.reviewed == 0 and other.draft == ""
 
 
 def test_advance_moves_on_after_a_verdict(run_dir: Path) -> None:
@@ -132,7 +159,7 @@ def test_advance_moves_on_after_a_verdict(run_dir: Path) -> None:
 
 
 def test_progress_counts_each_sample_once_within_the_selection(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana")
+    state = ReviewState(run_dir, "ana", advance=False)
     assert (state.count, state.reviewed) == (8, 0)
     state.record("pass")
     state.record("fail")  # a changed verdict counts once
@@ -147,7 +174,7 @@ def test_progress_counts_each_sample_once_within_the_selection(run_dir: Path) ->
 
 
 def test_next_unreviewed_wraps_round_and_says_when_none_is_left(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana")
+    state = ReviewState(run_dir, "ana", advance=False)
     state.go(6)
     assert state.next_unreviewed() and state.at == 7
     for _ in range(8):
@@ -165,7 +192,7 @@ def test_an_empty_selection_records_nothing(run_dir: Path) -> None:
 
 
 def test_a_failed_save_changes_nothing(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    state = ReviewState(run_dir, "ana")
+    state = ReviewState(run_dir, "ana", advance=False)
 
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
@@ -177,7 +204,7 @@ def test_a_failed_save_changes_nothing(run_dir: Path, monkeypatch: pytest.Monkey
 
 
 def test_the_shown_sample_carries_what_the_reviewer_reads(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana")
+    state = ReviewState(run_dir, "ana", advance=False)
     state.go(1)
     shown = state.shown
     assert shown is not None
@@ -194,14 +221,14 @@ def test_the_shown_sample_carries_what_the_reviewer_reads(run_dir: Path) -> None
 def test_the_run_counts_a_new_verdict_at_once(run_dir: Path) -> None:
     run = load(run_dir)
     assert rates(run, by="variant", source="verdicts")["k"].sum() == 0
-    ReviewState(run, "ana").record("pass")
+    ReviewState(run, "ana", advance=False).record("pass")
     assert rates(run, by="variant", source="verdicts")["k"].sum() == 1
     with pytest.raises(ValueError, match=r"'name' must be one of 'samples'.*got 'verdict'"):
         run.forget("verdict")
 
 
 def test_the_queue_finds_each_keyed_sample_or_minus_one(run_dir: Path) -> None:
-    queue = ReviewState(run_dir, "ana").queue
+    queue = ReviewState(run_dir, "ana", advance=False).queue
     keys = pd.DataFrame(
         {
             "run_id": ["run", "run", "other"],

@@ -20,7 +20,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from evalnb.analysis import _args
+from evalnb.analysis import _args, display
 from evalnb.analysis._cluster import clustered_mean, group_ids
 from evalnb.analysis._exact import (
     conditional_mcnemar_interval,
@@ -121,7 +121,7 @@ def compare(
         wide = _wide(counts, left, right, by=by, on=on, cluster=cluster)
         parts.append(_compare_pair(wide, left, right, keys, cluster, mode, level))
     out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    return _adjust(out, keys, adjust, 1 - level)
+    return display.result(_adjust(out, keys, adjust, 1 - level), display.compare_summary)
 
 
 def _pairs(values: list[str], a: Any, b: Any, on: str) -> list[tuple[str, str]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalnb.analysis import _args
+from evalnb.analysis import _args, display
 from evalnb.analysis._format import interval_text, signed, text_table
 from evalnb.analysis.agreement import agreement
 from evalnb.analysis.compare import A_BETTER, compare
@@ -133,7 +133,7 @@ def gate(data: Run | pd.DataFrame, policy: GatePolicy | Mapping[str, Any]) -> pd
     if not variants:
         # A rule with nothing to judge fails: an empty run must not pass a gate.
         rows += [_missing(rule, "", policy) for rule in policy.rules()]
-        return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+        return display.result(pd.DataFrame(rows, columns=RESULT_COLUMNS), display.gate_summary)
     if policy.min_rate is not None:
         rows += _suite_rows(data, policy, variants, policy.min_rate)
     if policy.min_case_rate is not None or policy.every_case_passes:
@@ -144,7 +144,7 @@ def gate(data: Run | pd.DataFrame, policy: GatePolicy | Mapping[str, Any]) -> pd
         rows += _comparison_rows(data, policy, variants)
     if policy.baseline is not None:
         rows += _baseline_rows(data, policy, variants)
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return display.result(pd.DataFrame(rows, columns=RESULT_COLUMNS), display.gate_summary)
 
 
 def _complete_rows(run: Run) -> list[dict[str, Any]]:
@@ -163,7 +163,7 @@ def _suite_rows(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         suite = _only(suite_rate(data, by, check=policy.check, level=policy.level), policy)
-    wide = " (too few cases for a narrow interval)" if caught else ""
+    wide = " (too few cases for a narrow interval)" if _args.own_warnings(caught) else ""
     rows = []
     for variant in variants:
         match = suite[suite["variant"].astype(object) == variant]

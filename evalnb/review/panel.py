@@ -3,11 +3,13 @@
 :func:`annotate` shows a sample as the reviewer needs it (case, variant, repeat; the
 prompt as sent; the tool actions requested and executed; the answer; the case's review
 instruction; the check outcomes; this reviewer's earlier verdict) with buttons for
-``pass``, ``fail`` and ``needs_review``. The panel only draws a
-:class:`~evalnb.review.state.ReviewState` and forwards each click to it; the state saves
-every verdict before the panel moves on, and a new panel resumes at the first sample not
-yet reviewed. The HTML, with every model-written string escaped, comes from
-:mod:`evalnb.review.render`; dropdown labels are set as text by ipywidgets itself.
+``pass``, ``fail`` and ``needs_review``, ``skip`` and ``undo``. The panel only draws a
+:class:`~evalnb.review.state.ReviewState` and forwards each click and key to it; the
+state saves every verdict before the panel moves on, and a new panel resumes at the
+first sample not yet reviewed. Keys come through :class:`~evalnb.review.keys.KeyCapture`
+(anywidget), in order, whenever the panel has the focus or the pointer. The HTML, with
+every model-written string escaped, comes from :mod:`evalnb.review.render`; dropdown
+labels are set as text by ipywidgets itself.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import ipywidgets as widgets
 
 from evalnb.analysis.frames import Run
 from evalnb.review import render
+from evalnb.review.keys import KeyCapture
 from evalnb.review.queue import SampleKey
 from evalnb.review.state import Filters, ReviewState
 
@@ -32,17 +35,22 @@ _VERDICT_BUTTONS = {
     "needs_review": ("Needs review", "warning", "question"),
 }
 
-# The one-letter keys of the shortcut box: key -> (what the help calls it, what it does).
+# The panel's keys: key -> (what the help calls it, what it does).
 _SHORTCUTS: dict[str, tuple[str, Callable[[Annotator], None]]] = {
     "p": ("pass", lambda panel: panel.record("pass")),
     "f": ("fail", lambda panel: panel.record("fail")),
     "r": ("needs review", lambda panel: panel.record("needs_review")),
+    "s": ("skip", lambda panel: panel.skip()),
+    "z": ("undo", lambda panel: panel.undo()),
     "j": ("next", lambda panel: panel.next()),
     "k": ("previous", lambda panel: panel.previous()),
     "u": ("unreviewed", lambda panel: panel.next_unreviewed()),
 }
+# Keys that do what a letter does, and keys that do nothing and say nothing.
+_SAME = {"ArrowRight": "j", "ArrowLeft": "k"}
+_QUIET = {"Escape", "Enter", " "}
 
-#: What each key of the shortcut box does.
+#: What each key of the panel does.
 KEYS = {key: label for key, (label, _) in _SHORTCUTS.items()}
 
 
@@ -52,7 +60,7 @@ def annotate(
     where: Any = None,
     *,
     check: str | None = None,
-    advance: bool = False,
+    advance: bool = True,
 ) -> Annotator:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
 
@@ -61,8 +69,12 @@ def annotate(
     (``"status != 'completed'"``), a function of the samples frame returning a boolean
     mask, a boolean Series over ``run.samples``, or a frame of sample keys (such as
     ``calibrate(...).disagreements``). ``check`` is the check (name, type or ``"all"``,
-    the default) that the "verdict ≠ check" filter compares verdicts with. With
-    ``advance=True`` a verdict also moves to the next sample.
+    the default) that the "verdict ≠ check" filter compares verdicts with. A verdict
+    also moves to the next sample (``advance=False``, or the panel's checkbox, stays).
+
+    Keys (:data:`KEYS`) work while the pointer is over the panel, or after a click in
+    it: ``p`` pass, ``f`` fail, ``r`` needs review, ``s`` skip, ``z`` undo, ``j``/``k``
+    next/previous, ``u`` next unreviewed. Escape leaves the reason box.
 
     >>> panel = evalnb.annotate(run, annotator="ana")                 # doctest: +SKIP
     >>> panel                                                          # doctest: +SKIP
@@ -75,9 +87,10 @@ class Annotator(widgets.VBox):
 
     Its controls are attributes, so a script or a test can drive it like a person:
     ``pass_button``, ``fail_button``, ``needs_review_button``, ``reason``,
-    ``previous_button``, ``next_button``, ``next_unreviewed_button``, the filters
-    ``variant_filter``, ``case_filter``, ``failing_only``, ``unreviewed_only``,
-    ``disagreements_only``, and ``shortcuts`` (a box that takes one-letter keys).
+    ``previous_button``, ``next_button``, ``next_unreviewed_button``, ``skip_button``,
+    ``undo_button``, ``advance_box``, the filters ``variant_filter``, ``case_filter``,
+    ``failing_only``, ``unreviewed_only``, ``disagreements_only``, and ``key_capture`` (the
+    :class:`~evalnb.review.keys.KeyCapture`; :meth:`press` does what a key does).
     ``state`` is the :class:`~evalnb.review.state.ReviewState` it draws.
     """
 
@@ -88,13 +101,14 @@ class Annotator(widgets.VBox):
         *,
         where: Any = None,
         check: str | None = None,
-        advance: bool = False,
+        advance: bool = True,
     ):
         self.state = ReviewState(run, annotator, where=where, check=check, advance=advance)
         self.run = self.state.run
         self.annotator = self.state.annotator
         self._build()
         self._render()
+        self.state.on_change.append(self._on_peer)
 
     # -- what the state knows -------------------------------------------------------------
 
@@ -106,6 +120,7 @@ class Annotator(widgets.VBox):
     @advance.setter
     def advance(self, value: bool) -> None:
         self.state.advance = value
+        self.advance_box.value = value
 
     @property
     def count(self) -> int:
@@ -149,6 +164,48 @@ class Annotator(widgets.VBox):
         if self.state.previous():
             self._render()
 
+    def skip(self) -> None:
+        """Leave the shown sample without a verdict; show the next one not reviewed."""
+        if self.state.skip():
+            self._render()
+        else:
+            self._say("No other sample in this selection is without a verdict.")
+
+    def undo(self) -> None:
+        """Take back the last verdict given in this panel and show its sample again."""
+        try:
+            undone = self.state.undo()
+        except OSError as exc:
+            self._say(f"NOT SAVED: {exc}", error=True)
+            return
+        self._render()
+        if undone is None:
+            self._say("Nothing to undo in this panel.")
+            return
+        key = undone.key
+        label = render.esc(f"{key['case_id']} · {key['variant']} · repeat {key['repeat']}")
+        taken = render.esc(undone.undone.replace("_", " "))
+        if undone.restored is None:
+            self._say(
+                f"Back to {label}. Its <b>{taken}</b> was its first verdict: it stays until "
+                "you give another (the history is append-only)."
+            )
+        else:
+            restored = render.esc(undone.restored.replace("_", " "))
+            self._say(f"Undone: {label} is <b>{restored}</b> again (was {taken}).")
+
+    def press(self, key: str) -> None:
+        """Do what ``key`` does in the panel (see :data:`KEYS`)."""
+        key = _SAME.get(key, key)
+        if key in _QUIET:
+            return
+        action = _SHORTCUTS.get(key.lower())
+        if action is None:
+            keys = ", ".join(f"{k} {label}" for k, label in KEYS.items())
+            self._say(f"Key {render.esc(key)} does nothing here; keys: {render.esc(keys)}")
+            return
+        action[1](self)
+
     def next_unreviewed(self) -> None:
         """Show the next sample without a verdict, wrapping round to the start."""
         if self.state.next_unreviewed():
@@ -158,7 +215,8 @@ class Annotator(widgets.VBox):
 
     def record(self, verdict: str) -> None:
         """Save ``verdict`` (``pass``, ``fail`` or ``needs_review``) with the reason typed
-        for the shown sample: one new verdicts part, written before anything else."""
+        for the shown sample: one new verdicts part, written before anything else; with
+        ``advance`` the next sample is shown."""
         at = self.state.at
         try:
             key = self.state.record(verdict)
@@ -190,23 +248,17 @@ class Annotator(widgets.VBox):
         )
         self._render()
 
-    def _on_key(self, change: Any) -> None:
-        typed = change["new"]
-        if not typed:
-            return
-        self.shortcuts.value = ""
-        # Each keystroke arrives as its own update, so the last letter is the new key.
-        key = typed[-1].lower()
-        if key not in _SHORTCUTS:
-            keys = ", ".join(f"{k} {label}" for k, label in KEYS.items())
-            self._say(f"Key {render.esc(key)} does nothing here; keys: {render.esc(keys)}")
-            return
-        _SHORTCUTS[key][1](self)
+    def _on_peer(self) -> None:
+        # Another panel of this reviewer saved a verdict: show what is saved now.
+        self._render_verdict()
+        self._render_progress()
+
+    def _on_advance(self, change: Any) -> None:
+        self.state.advance = bool(change["new"])
 
     def _on_reason(self, change: Any) -> None:
         self.state.draft = change["new"]
-        if self.state.draft_changed:
-            self._say("The reason changed: click a verdict to save it.")
+        self._render_unsaved()
 
     # -- drawing the state ----------------------------------------------------------------
 
@@ -222,18 +274,32 @@ class Annotator(widgets.VBox):
             button.disabled = disabled
         self.previous_button.disabled = disabled or state.at == 0
         self.next_button.disabled = disabled or state.at + 1 >= state.count
+        self.skip_button.disabled = disabled
         self._render_progress()
         if shown is None:
             self.header.value = render.NOTHING_SELECTED
             self.body.value = ""
             self.earlier.value = ""
             self.reason.value = ""
+            self.unsaved.value = ""
             return
         self.header.value = render.header(shown, several_runs=len(state.run.run_ids) > 1)
         self.body.value = render.body(shown)
         self._render_verdict()
         self.reason.value = state.draft
+        self._render_unsaved()
         self.status.value = ""
+
+    def _render_unsaved(self) -> None:
+        state = self.state
+        if not state.unsaved:
+            self.unsaved.value = ""
+        elif state.verdict is None:
+            self.unsaved.value = render.unsaved("draft kept; saved with your verdict")
+        else:
+            self.unsaved.value = render.unsaved(
+                "edited; saved with your verdict when you give one or move on"
+            )
 
     def _render_progress(self) -> None:
         state = self.state
@@ -249,6 +315,8 @@ class Annotator(widgets.VBox):
         self.earlier.value = render.verdict(
             state.annotator, state.verdict, state.reason, state.saved_at
         )
+        self.undo_button.disabled = not state.can_undo
+        self._render_unsaved()
 
     # -- widgets, built once --------------------------------------------------------------
 
@@ -277,8 +345,12 @@ class Annotator(widgets.VBox):
             min=0, max=1, layout=widgets.Layout(width="160px", height="14px")
         )
         self.progress_label = widgets.HTML().add_class("evalnb-progress")
-        self.body = widgets.HTML(layout=widgets.Layout(width="100%")).add_class("evalnb-body")
+        # A box of fixed height that scrolls: the controls under it never move.
+        self.body = widgets.HTML(
+            layout=widgets.Layout(width="100%", height="24em", overflow="auto")
+        ).add_class("evalnb-body")
         self.earlier = widgets.HTML().add_class("evalnb-earlier")
+        self.unsaved = widgets.HTML().add_class("evalnb-unsaved")
         self.reason = widgets.Textarea(
             placeholder="Reason (short, concrete: what is right or wrong, against the "
             "review instruction)",
@@ -304,29 +376,42 @@ class Annotator(widgets.VBox):
         self.previous_button.on_click(lambda _: self.previous())
         self.next_button.on_click(lambda _: self.next())
         self.next_unreviewed_button.on_click(lambda _: self.next_unreviewed())
+        self.skip_button = _button("Skip", "skip", icon="step-forward")
+        self.undo_button = _button("Undo", "undo", icon="undo")
+        self.skip_button.on_click(lambda _: self.skip())
+        self.undo_button.on_click(lambda _: self.undo())
+        self.advance_box = _checkbox("verdict → next")
+        self.advance_box.value = state.advance
+        self.advance_box.observe(self._on_advance, names="value")
+        self.advance_box.add_class("evalnb-advance")
 
-        self.shortcuts = widgets.Text(
-            placeholder="keys: " + " · ".join(f"{k} {label}" for k, label in KEYS.items()),
-            continuous_update=True,
-            layout=widgets.Layout(width="420px"),
-        ).add_class("evalnb-keys")
-        self.shortcuts.observe(self._on_key, names="value")
+        self.key_capture = KeyCapture(
+            self.press, "keys: " + " · ".join(f"{k} {label}" for k, label in KEYS.items())
+        )
         self.status = widgets.HTML().add_class("evalnb-status")
 
         wrapped = {"flex_flow": "row wrap", "align_items": "center"}
-        moves = [self.previous_button, self.next_button, self.next_unreviewed_button]
+        moves = [
+            self.previous_button,
+            self.next_button,
+            self.next_unreviewed_button,
+            self.skip_button,
+            self.undo_button,
+        ]
         top = [self.header, _row([self.progress, self.progress_label])]
         title = widgets.HTML(render.title(self.run.run_ids, self.annotator))
         super().__init__(
             [
                 title.add_class("evalnb-title"),
+                self.key_capture,
                 _row(filters, **wrapped),
-                _row(top, justify_content="space-between", align_items="center"),
+                _row(top, justify_content="space-between", **wrapped),
                 self.body,
                 self.earlier,
                 self.reason,
-                _row(list(self._verdict_buttons.values()), margin="4px 0"),
-                _row([*moves, self.shortcuts], **wrapped),
+                self.unsaved,
+                _row([*self._verdict_buttons.values(), self.advance_box], **wrapped),
+                _row(moves, **wrapped),
                 self.status,
             ],
             layout=widgets.Layout(
@@ -336,6 +421,7 @@ class Annotator(widgets.VBox):
             ),
         )
         self.add_class("evalnb-annotator")
+        self.add_class("evalnb-review")
 
 
 def _dropdown(description: str, options: list[tuple[str, int]]) -> Any:

@@ -43,6 +43,13 @@ CSS = """
 .evalnb-annotator .nb-actions td, .evalnb-annotator .nb-actions th {vertical-align:top;
   text-align:left; padding:0 12px 0 0; width:50%}
 .evalnb-annotator ol {margin:0; padding-left:1.6em}
+.evalnb-annotator .evalnb-body {border:1px solid var(--jp-border-color3,#eee); padding:0 6px}
+.evalnb-annotator .evalnb-earlier {white-space:nowrap; overflow:hidden; text-overflow:ellipsis}
+.evalnb-annotator .nb-unsaved {color:#9a6700; font-size:12px}
+.evalnb-keys-hint {font-size:12px; color:var(--jp-ui-font-color2,#666)}
+.evalnb-stale {margin:4px 0; padding:6px 10px; border-radius:4px; background:#ffebe9;
+  color:#cf222e; border:1px solid #cf222e; font-weight:bold}
+.evalnb-dead > :not(.evalnb-keys) {opacity:.45; pointer-events:none}
 </style>
 """
 
@@ -64,6 +71,11 @@ def message(text: str, *, error: bool = False) -> str:
     """A status line; ``text`` is HTML, so callers escape what they put in it."""
     kind = "nb-fail" if error else "nb-quiet"
     return f"<span class='{kind}'>{text}</span>"
+
+
+def unsaved(text: str) -> str:
+    """The note under the reason box when what it holds is not saved."""
+    return f"<span class='nb-unsaved'>● reason not saved: {esc(text)}</span>"
 
 
 def progress(reviewed: int, total: int, at: int) -> str:
@@ -103,7 +115,11 @@ def body(sample: SampleView) -> str:
         _section(
             "Review instruction",
             "<div class='nb-box nb-review'>"
-            + (esc(review) if review else "<i>No review instruction for this case.</i>")
+            + (
+                esc(review)
+                if not _missing(review) and review != ""
+                else "<em>No review instruction for this case.</em>"
+            )
             + "</div>",
         ),
         _section("Prompt as sent", _pre(sample.prompt)),

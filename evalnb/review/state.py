@@ -12,21 +12,29 @@ reviewer would:
 
 A verdict is written (one verdicts part, :mod:`evalnb.store.verdicts`) before the state
 changes, so a kernel that dies loses nothing recorded; a new state resumes at the first
-sample this annotator has not reviewed. Filters are applied once per change into an
-index of samples; moving only steps through that index, so a move costs the same on a
-run of 100,000 samples as on a run of 100.
+sample this annotator has not reviewed. Nothing typed is lost either: a reason typed for
+a sample is kept as its draft (on disk, :mod:`evalnb.review.drafts`) across moves and
+restarts, and an edited reason of a sample already judged is saved with its verdict when
+the reviewer moves on. States of one annotator on the same runs in one process share
+what is saved: a verdict given in one panel shows in the others. Filters are applied
+once per change into an index of samples; moving only steps through that index, so a
+move costs the same on a run of 100,000 samples as on a run of 100.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from evalnb.analysis.frames import Run, load
+from evalnb.review.drafts import DraftBook, DraftKey
 from evalnb.review.queue import Queue, SampleKey, SampleView
 from evalnb.store.verdicts import VERDICTS, VerdictStore, latest_verdicts, verdict_history
 
@@ -35,6 +43,22 @@ __all__ = ["Filters", "ReviewState"]
 _CODES = {verdict: code for code, verdict in enumerate(VERDICTS)}
 _NONE = -1
 _SCAN = 1024
+
+# The states of one annotator on one set of runs, and their drafts: what one panel saves
+# the others show, and two panels never keep two copies of a draft.
+_PEERS: dict[tuple[str, ...], weakref.WeakSet[ReviewState]] = {}
+_DRAFTS: dict[tuple[str, str], DraftBook] = {}
+
+
+@dataclass(frozen=True)
+class Undone:
+    """What :meth:`ReviewState.undo` did: the sample it went back to, the verdict taken
+    back, and the one restored (None: the sample had no earlier verdict, so the verdict
+    taken back stays until another is given; the history is append-only)."""
+
+    key: SampleKey
+    undone: str
+    restored: str | None
 
 
 @dataclass(frozen=True)
@@ -54,7 +78,10 @@ class ReviewState:
     shows, with no widget. The arguments are those of :func:`~evalnb.review.annotate`.
 
     ``draft`` is the reason typed for the shown sample; :meth:`record` saves it with the
-    verdict. Moving to a sample sets ``draft`` to the reason saved for it (or ``""``).
+    verdict. A draft stays with its sample (and on disk) until it is saved; ``unsaved``
+    says whether the shown reason differs from the one saved. Moving away from a judged
+    sample whose reason was edited saves the new reason with the same verdict.
+    ``on_change`` callbacks run when another state of the same annotator saves.
     """
 
     def __init__(
@@ -64,7 +91,7 @@ class ReviewState:
         *,
         where: Any = None,
         check: str | None = None,
-        advance: bool = False,
+        advance: bool = True,
     ):
         if not isinstance(annotator, str) or not annotator.strip():
             raise ValueError(
@@ -75,8 +102,9 @@ class ReviewState:
         self.run = run if isinstance(run, Run) else load(run)
         self.annotator = annotator.strip()
         self.advance = advance
-        self.draft = ""
         self.filters = Filters()
+        self.on_change: list[Callable[[], None]] = []
+        self._undo: list[tuple[int, int, str, dt.datetime | None]] = []
         # Opened at the first verdict: a store reads its run's manifest, which holds the
         # whole plan (megabytes for a large run), and the Run has read it once already.
         self._stores: dict[str, VerdictStore] = {}
@@ -86,6 +114,12 @@ class ReviewState:
         self.queue = Queue(self.run, where, check)
         self._positions = self.queue.positions
         self._load_verdicts()
+        self._books = {
+            run_id: _book(self.run.paths[run_id], self.annotator) for run_id in self.run.run_ids
+        }
+        peers = tuple(sorted(os.path.realpath(p) for p in self.run.paths.values()))
+        self._peers = _PEERS.setdefault((*peers, self.annotator), weakref.WeakSet())
+        self._peers.add(self)
         self.select(self.filters)
 
     def _load_verdicts(self) -> None:
@@ -120,6 +154,7 @@ class ReviewState:
     def select(self, filters: Filters) -> None:
         """Keep the samples ``filters`` lets through; stay on the shown sample if it is
         kept, else go to the first one not reviewed."""
+        self._leave()
         queue = self.queue
         keep = np.ones(len(self._positions), dtype=bool)
         if filters.variant >= 0:
@@ -183,12 +218,14 @@ class ReviewState:
             raise ValueError(
                 f"'at' must be between 0 and {max(len(self._index) - 1, 0)}; got {at!r}"
             )
+        self._leave()
         self._move(int(at))
 
     def next(self) -> bool:
         """Show the next sample of the selection; False when there is none."""
         if self._at + 1 >= len(self._index):
             return False
+        self._leave()
         self._move(self._at + 1)
         return True
 
@@ -196,7 +233,20 @@ class ReviewState:
         """Show the previous sample of the selection; False when there is none."""
         if self._at <= 0:
             return False
+        self._leave()
         self._move(self._at - 1)
+        return True
+
+    def skip(self) -> bool:
+        """Leave the shown sample without a verdict and show the next one not reviewed
+        (wrapping round); False when there is none other."""
+        found = self._find_unreviewed(self._at + 1)
+        if found is None:
+            found = self._find_unreviewed(0)
+        if found is None or found == self._at:
+            return False
+        self._leave()
+        self._move(found)
         return True
 
     def next_unreviewed(self) -> bool:
@@ -207,13 +257,20 @@ class ReviewState:
             found = self._find_unreviewed(0)
         if found is None:
             return False
+        self._leave()
         self._move(found)
         return True
 
     def _move(self, at: int) -> None:
         self._at = at
+
+    def _leave(self) -> None:
+        """Before moving away: an edited reason of a judged sample is saved with its
+        verdict (a draft of an unjudged sample stays a draft)."""
         row = self._row()
-        self.draft = "" if row is None else self._reason.get(row, "")
+        if row is None or self._verdict[row] == _NONE or not self.unsaved:
+            return
+        self._save(row, VERDICTS[self._verdict[row]], self.draft.strip())
 
     def _find_unreviewed(self, start: int) -> int | None:
         # Look ahead a block at a time: the next unreviewed sample is nearly always close.
@@ -259,9 +316,44 @@ class ReviewState:
         return None if row is None else self._saved_at.get(row)
 
     @property
+    def draft(self) -> str:
+        """The reason typed for the shown sample: its draft, else the reason saved."""
+        row = self._row()
+        if row is None:
+            return ""
+        typed = self._book(row).get(self._draft_key(row))
+        return self._reason.get(row, "") if typed is None else typed
+
+    @draft.setter
+    def draft(self, text: str) -> None:
+        row = self._row()
+        if row is None:
+            return
+        saved = self._reason.get(row, "")
+        keep = None if text.strip() == saved.strip() else text
+        self._book(row).put(self._draft_key(row), keep)
+
+    @property
+    def can_undo(self) -> bool:
+        """Whether :meth:`undo` has a verdict to take back."""
+        return bool(self._undo)
+
+    @property
+    def unsaved(self) -> bool:
+        """The shown reason differs from the one saved (no verdict: any text typed)."""
+        return self.draft.strip() != self.reason
+
+    @property
     def draft_changed(self) -> bool:
         """The shown sample has a verdict and ``draft`` differs from its saved reason."""
-        return self.verdict is not None and self.draft.strip() != self.reason
+        return self.verdict is not None and self.unsaved
+
+    def _draft_key(self, row: int) -> DraftKey:
+        key = self.queue.key(row)
+        return (key["run_id"], key["case_id"], key["variant"], key["repeat"])
+
+    def _book(self, row: int) -> DraftBook:
+        return self._books[str(self.queue.samples["run_id"].iat[row])]
 
     # -- saving ---------------------------------------------------------------------------
 
@@ -284,8 +376,44 @@ class ReviewState:
         row = self._row()
         if row is None:
             return None
+        before = (row, int(self._verdict[row]), self._reason.get(row, ""), self._saved_at.get(row))
+        key = self._save(row, verdict, self.draft.strip())
+        self._undo.append(before)
+        if self.advance:
+            self.next()
+        return key
+
+    def undo(self) -> Undone | None:
+        """Take back the last verdict given in this state and show its sample again.
+
+        The verdict the sample had before is saved again as a new verdict (the history
+        keeps both); a sample judged for the first time keeps the verdict taken back
+        until another is given. Returns what was done, or None when there is nothing to
+        undo.
+        """
+        if not self._undo:
+            return None
+        row, code, reason, _ = self._undo.pop()
+        undone = self._verdict[row]
         key = self.queue.key(row)
-        reason = self.draft.strip()
+        restored = None if code == _NONE else VERDICTS[code]
+        if restored is not None:
+            self._save(row, restored, reason)
+        self._book(row).put(self._draft_key(row), None)
+        self._show(row)
+        return Undone(key, VERDICTS[undone], restored)
+
+    def _show(self, row: int) -> None:
+        """Show the sample at ``row`` of the samples: in the selection when it is there,
+        else in a selection with no filter."""
+        place = np.flatnonzero(self._positions[self._index] == row)
+        if not len(place):
+            self.select(Filters())
+            place = np.flatnonzero(self._positions[self._index] == row)
+        self._move(int(place[0]))
+
+    def _save(self, row: int, verdict: str, reason: str) -> SampleKey:
+        key = self.queue.key(row)
         saved = self._store(key["run_id"]).save(
             key["case_id"],
             key["variant"],
@@ -294,12 +422,33 @@ class ReviewState:
             verdict=verdict,
             reason=reason,
         )
-        if self._verdict[row] == _NONE:
-            self._reviewed += 1
-        self._verdict[row] = _CODES[verdict]
-        self._reason[row] = reason
-        self._saved_at[row] = saved["created_at"]
+        self._book(row).put(self._draft_key(row), None)
+        self._note(row, _CODES[verdict], reason, saved["created_at"])
         self.run.forget("verdicts")
-        if self.advance:
-            self.next()
+        for peer in list(self._peers):
+            if peer is not self:
+                peer._heard(key, verdict, reason, saved["created_at"])
         return key
+
+    def _note(self, row: int, code: int, reason: str, saved_at: dt.datetime) -> None:
+        if self._verdict[row] == _NONE and row in self._positions[self._index]:
+            self._reviewed += 1
+        self._verdict[row] = code
+        self._reason[row] = reason
+        self._saved_at[row] = saved_at
+
+    def _heard(self, key: SampleKey, verdict: str, reason: str, saved_at: dt.datetime) -> None:
+        """Another state of this annotator saved a verdict: know it, and redraw."""
+        rows = self.queue.rows(pd.DataFrame([key]))
+        if rows[0] >= 0:
+            self._note(int(rows[0]), _CODES[verdict], reason, saved_at)
+        for callback in list(self.on_change):
+            callback()
+
+
+def _book(run_dir: str | os.PathLike[str], annotator: str) -> DraftBook:
+    where = (os.path.realpath(run_dir), annotator)
+    book = _DRAFTS.get(where)
+    if book is None:
+        book = _DRAFTS[where] = DraftBook(run_dir, annotator)
+    return book

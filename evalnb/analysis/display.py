@@ -1,0 +1,130 @@
+"""How a result shows itself in a notebook: the verdict and the key numbers first.
+
+:func:`compare` and :func:`gate` return a :class:`Result`: a ``pandas.DataFrame`` with
+the documented columns, unchanged for code, whose notebook display (``_repr_html_``)
+starts with a sentence per row (the verdict, the difference in percentage points with
+its interval, the p-value, the cases behind it, the method) and a visible note for each
+caution, and keeps the whole frame, formatted, one click away. Every text cell is
+escaped and marked so that Jupyter's MathJax never typesets model text holding ``$``.
+A frame derived from a result (``result[...]``, ``result.query(...)``) is a plain
+DataFrame.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["Result", "frame_html", "result"]
+
+# Jupyter's MathJax skips elements of these classes (MathJax 2 and 3 names).
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+
+
+class Result(pd.DataFrame):
+    """A result frame that reads itself in a notebook (see the module docstring)."""
+
+    _metadata = ["_evalnb_summary"]
+
+    @property
+    def _constructor(self) -> Callable[..., pd.DataFrame]:
+        return pd.DataFrame
+
+    def _repr_html_(self) -> str:
+        summary = getattr(self, "_evalnb_summary", None)
+        table = frame_html(pd.DataFrame(self))
+        if summary is None:
+            return table
+        return (
+            f"<div class='{NO_MATH} evalnb-result'>{summary(pd.DataFrame(self))}"
+            f"<details><summary>the frame ({len(self)} rows × {len(self.columns)} "
+            f"columns)</summary>{table}</details></div>"
+        )
+
+
+def result(frame: pd.DataFrame, summary: Callable[[pd.DataFrame], str]) -> Result:
+    """``frame`` as a :class:`Result` whose display starts with ``summary(frame)`` (HTML)."""
+    out = Result(frame)
+    out._evalnb_summary = summary
+    return out
+
+
+def frame_html(frame: pd.DataFrame) -> str:
+    """``frame`` as an HTML table with its text escaped and kept from MathJax."""
+    return f"<div class='{NO_MATH}'>{frame.to_html(escape=True, na_rep='', max_rows=60)}</div>"
+
+
+def esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def points(value: Any) -> str:
+    """A difference of rates in percentage points (``+12.5 pp``)."""
+    return "n/a" if _missing(value) else f"{float(value) * 100:+.1f} pp"
+
+
+def percent(value: Any) -> str:
+    return "n/a" if _missing(value) else f"{float(value) * 100:.1f}%"
+
+
+def p_value(value: Any) -> str:
+    """``p = 0.031``, ``p < 0.001``."""
+    if _missing(value):
+        return "p n/a"
+    return "p < 0.001" if float(value) < 0.001 else f"p = {float(value):.3f}"
+
+
+def compare_summary(frame: pd.DataFrame) -> str:
+    """One sentence per comparison, its verdict first."""
+    lines = []
+    for row in frame.to_dict("records"):
+        verdict = str(row["verdict"])
+        colour = "#1a7f37" if verdict.endswith("better") else "#9a6700"
+        label = verdict.replace("B ", f"{row['b']} ").replace("A ", f"{row['a']} ")
+        level = f"{float(row['level']) * 100:g}%"
+        adjusted = "" if row.get("adjust") in (None, "none") else f", {row['adjust']}-adjusted"
+        lines.append(
+            f"<div><b style='color:{colour}'>{esc(label)}</b> · {esc(row['b'])} vs "
+            f"{esc(row['a'])} on <code>{esc(row['check'])}</code>: "
+            f"<b>{points(row['diff'])}</b> ({level} CI {points(row['low'])} to "
+            f"{points(row['high'])}), {percent(row['rate_a'])} → {percent(row['rate_b'])}, "
+            f"{esc(p_value(row['p_adjusted']))}{esc(adjusted)}; {int(row['cases'])} paired cases"
+            f" <span style='opacity:.7'>· {esc(row['method'])}</span></div>"
+        )
+        if isinstance(row.get("note"), str) and row["note"]:
+            lines.append(_note(row["note"]))
+    return "".join(lines)
+
+
+def gate_summary(frame: pd.DataFrame) -> str:
+    """The overall PASS or FAIL line, then one line per rule that failed."""
+    passed = bool(frame["passed"].all()) and len(frame) > 0
+    failed = frame[~frame["passed"].astype(bool)]
+    head = (
+        f"<div style='font-size:1.2em'><b style='color:#1a7f37'>PASS</b>: all {len(frame)} "
+        "rules hold</div>"
+        if passed
+        else f"<div style='font-size:1.2em'><b style='color:#cf222e'>FAIL</b>: "
+        f"{len(failed)} of {len(frame)} rules failed</div>"
+    )
+    lines = [
+        f"<div>✗ <code>{esc(r['rule'])}</code> {esc(r['variant'])} {esc(r['check'])}: "
+        f"{esc(r['detail'])}</div>"
+        for r in failed.to_dict("records")
+    ]
+    return head + "".join(lines)
+
+
+def _note(text: str) -> str:
+    return (
+        "<div style='border-left:3px solid #9a6700;padding:2px 8px;margin:2px 0 6px 0'>"
+        f"note: {esc(text)}</div>"
+    )

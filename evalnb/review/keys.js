@@ -1,0 +1,147 @@
+// Keyboard capture for an evalnb review panel (an anywidget ES module, shipped with the
+// package: nothing is fetched from the network).
+//
+// One listener on window, in the capture phase, sees every key before JupyterLab does.
+// While the panel is engaged (the pointer is over it, it holds the focus, or the last
+// click was inside it and no other panel is under the pointer) a key without Ctrl, Alt
+// or Meta is stopped there, so it never reaches JupyterLab's command shortcuts, and is
+// sent to the kernel with a sequence number. Messages on one comm arrive in order, and
+// the kernel handles them one at a time: a queue, so no key is dropped or reordered.
+// Typing in the panel's own text fields is left to them (stopped at the panel instead);
+// Escape leaves a text field so that keys work again.
+//
+// Each key, and each click in the panel, expects an answer from the kernel. With no
+// answer within a few seconds the panel says so: the kernel is busy, or it restarted and
+// the panel is stale (a new kernel does not know its comm) and must be made again. When
+// sending itself fails, the panel is stale for certain.
+
+const WAIT_MS = 3000;
+const STALE =
+  "This panel is stale: its kernel restarted or stopped, so nothing done here is saved. Run the cell that made it again.";
+const stopHere = (event) => event.stopPropagation();
+const PASS = new Set(["Tab", "F1", "F2", "F3", "F4", "F5", "F6", "F7", "F8", "F9", "F10", "F11", "F12"]);
+
+function editable(node) {
+  return !!(node && node.closest && node.closest("input, textarea, select, [contenteditable=''], [contenteditable='true']"));
+}
+
+function render({ model, el }) {
+  el.classList.add("evalnb-keys");
+  const hint = document.createElement("span");
+  hint.className = "evalnb-keys-hint";
+  hint.textContent = model.get("hint");
+  const alarm = document.createElement("div");
+  alarm.className = "evalnb-stale";
+  alarm.style.display = "none";
+  el.append(hint, alarm);
+
+  let panel = null;
+  let seq = 0;
+  let lost = false;
+  const waiting = new Map(); // seq -> time sent
+
+  const findPanel = () => {
+    if (!panel || !panel.isConnected) {
+      panel = el.closest(".evalnb-review");
+      if (panel) panel.setAttribute("tabindex", "-1");
+    }
+    return panel;
+  };
+
+  const say = (text) => {
+    findPanel();
+    alarm.textContent = text;
+    alarm.style.display = text ? "block" : "none";
+    if (panel) panel.classList.toggle("evalnb-dead", lost);
+  };
+
+  const send = (content) => {
+    seq += 1;
+    waiting.set(seq, Date.now());
+    try {
+      model.send({ ...content, seq });
+    } catch (error) {
+      lost = true;
+      say(STALE);
+    }
+  };
+
+  const engaged = (target) => {
+    const mine = findPanel();
+    if (!mine || !mine.isConnected) return false;
+    if (mine.contains(document.activeElement) && document.activeElement !== document.body) return true;
+    if (mine.matches(":hover")) return true;
+    const hovered = document.querySelector(".evalnb-review:hover");
+    return !hovered && window.__evalnbLastPanel === mine;
+  };
+
+  const onDown = (event) => {
+    const mine = findPanel();
+    if (mine && mine.contains(event.target)) {
+      window.__evalnbLastPanel = mine;
+      send({ event: "ping" });
+    } else if (window.__evalnbLastPanel === mine) {
+      window.__evalnbLastPanel = null;
+    }
+  };
+
+  const onKey = (event) => {
+    if (event.ctrlKey || event.altKey || event.metaKey || PASS.has(event.key)) return;
+    const mine = findPanel();
+    if (!mine) return;
+    const target = event.target;
+    const inside = mine.contains(target);
+    if (editable(target)) {
+      if (!inside) return; // a code cell, the file browser...: not ours
+      if (event.key === "Escape") {
+        target.blur();
+        mine.focus();
+        event.preventDefault();
+        event.stopPropagation();
+      }
+      // The field takes the key; stopped at the field, it goes no further.
+      target.addEventListener("keydown", stopHere, { once: true });
+      return;
+    }
+    if (inside && target.tagName === "BUTTON" && (event.key === "Enter" || event.key === " ")) return;
+    if (!engaged(target)) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    if (event.repeat || event.key.length !== 1 && !["Escape", "Enter", "ArrowLeft", "ArrowRight"].includes(event.key)) return;
+    send({ event: "key", key: event.key });
+  };
+
+  const onMessage = (content) => {
+    if (content && typeof content.ack === "number") {
+      waiting.delete(content.ack);
+      for (const [n] of waiting) if (n < content.ack) waiting.delete(n);
+      lost = false;
+      say("");
+    }
+  };
+
+  const watch = setInterval(() => {
+    if (!el.isConnected) return;
+    let oldest = Infinity;
+    for (const [, sent] of waiting) oldest = Math.min(oldest, sent);
+    if (oldest === Infinity || Date.now() - oldest < WAIT_MS) return;
+    const seconds = Math.round((Date.now() - oldest) / 1000);
+    say(
+      lost
+        ? STALE
+        : `No answer from the kernel for ${seconds} s: it is busy, or it restarted (then this panel is stale: run its cell again). Keys typed meanwhile are queued.`
+    );
+  }, 500);
+
+  window.addEventListener("keydown", onKey, true);
+  window.addEventListener("pointerdown", onDown, true);
+  model.on("msg:custom", onMessage);
+
+  return () => {
+    clearInterval(watch);
+    window.removeEventListener("keydown", onKey, true);
+    window.removeEventListener("pointerdown", onDown, true);
+  };
+}
+
+export default { render };

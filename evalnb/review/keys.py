@@ -1,0 +1,46 @@
+"""Key shortcuts for the review panel: an anywidget of evalnb's own (:file:`keys.js`).
+
+The widget sits inside the panel and listens to the whole page: while the panel has the
+focus or the pointer, or was clicked last, each key is stopped before JupyterLab's own
+shortcuts see it (``d d`` never deletes a cell) and is sent to the kernel in order, where
+:class:`KeyCapture` hands it to the panel. The ES module ships with the package, so it
+works offline. Every message is answered (``ack``), which lets the front end tell a busy
+kernel from a panel whose kernel restarted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+__all__ = ["KeyCapture"]
+
+
+class KeyCapture(anywidget.AnyWidget):
+    """Hands each key typed in its panel to ``on_key``, one at a time, in order.
+
+    ``hint`` is the line of help the widget shows. ``received`` counts the keys handled.
+    """
+
+    _esm = Path(__file__).with_name("keys.js")
+    hint = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, on_key: Callable[[str], None], hint: str):
+        super().__init__(hint=hint)
+        self._on_key = on_key
+        self.received = 0
+        self.on_msg(self._handle)
+
+    def _handle(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        try:
+            if content.get("event") == "key" and isinstance(content.get("key"), str):
+                self.received += 1
+                self._on_key(content["key"])
+        finally:
+            self.send({"ack": content.get("seq")})

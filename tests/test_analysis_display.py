@@ -1,0 +1,47 @@
+"""Results read themselves in a notebook (verdict first) and stay tidy frames for code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from evalnb.analysis import compare, gate, load
+from evalnb.analysis.display import Result
+from tests.test_analysis_runs import write_run
+
+
+def run(tmp_path: Path) -> Path:
+    rows = [
+        {
+            "case_id": f"c{c}",
+            "variant": variant,
+            "repeat": r,
+            "answer": "costs $5 and $6",
+            "checks": {"ok": variant == "v2" or r == 0},
+        }
+        for c in range(12)
+        for variant in ("v1", "v2")
+        for r in range(3)
+    ]
+    return write_run(tmp_path / "run", rows)
+
+
+def test_compare_shows_its_verdict_first_and_keeps_its_columns(tmp_path: Path) -> None:
+    result = compare(load(run(tmp_path)), a="v1", b="v2")
+    assert isinstance(result, Result) and isinstance(result, pd.DataFrame)
+    assert {"verdict", "diff", "p_adjusted", "cases", "method"} <= set(result.columns)
+    shown = result._repr_html_()
+    first = shown.index("v2 better")
+    assert first < shown.index("<table")  # the verdict before the frame
+    assert "+66.7 pp" in shown and "p &lt; 0.001" in shown and "12 paired cases" in shown
+    assert "tex2jax_ignore" in shown
+    assert type(result[["verdict"]]) is pd.DataFrame  # derived frames are plain
+
+
+def test_gate_has_one_overall_line(tmp_path: Path) -> None:
+    result = gate(load(run(tmp_path)), {"min_rate": 0.9})
+    shown = result._repr_html_()
+    failed = int((~result["passed"]).sum())
+    assert failed >= 1 and f"FAIL</b>: {failed} of {len(result)} rules failed" in shown
+    assert shown.index("FAIL") < shown.index("<table")
