@@ -273,7 +273,7 @@ def _suite_section(run: Run, check: str, level: float) -> Section:
         "mean of per-case pass rates; the interval is across cases (the case is the unit, "
         "repeats are draws inside it), clustered by case group"
     ]
-    notes += [str(w.message).removeprefix("suite_rate: ") for w in caught]
+    notes += [str(w.message).removeprefix("suite_rate: ") for w in _args.own_warnings(caught)]
     return Section(f"Suite rate, check '{check}'", table, notes)
 
 

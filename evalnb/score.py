@@ -99,9 +99,24 @@ async def ascore(
     checks: Iterable[CheckSpec] = (),
     label: str | None = None,
     judge: Target | None = None,
+    partial: bool = False,
 ) -> str:
     """Async form of :func:`score`, with the same parameters."""
     run_dir = Path(run_dir)
+    store.read_manifest(run_dir)  # not a run: say so before taking its lock
+    # One writer at a time: a run still being written (or resumed) is not scored under it.
+    with store.RunLock(run_dir, "score"):
+        return await _score_locked(run_dir, cases, checks, label, judge, partial)
+
+
+async def _score_locked(
+    run_dir: Path,
+    cases: Sequence[Case] | str | os.PathLike[str] | None,
+    checks: Iterable[CheckSpec],
+    label: str | None,
+    judge: Target | None,
+    partial: bool,
+) -> str:
     manifest = store.read_manifest(run_dir)
     given = build_checks(checks)
     names = {c.name for c in given}
@@ -132,6 +147,15 @@ async def ascore(
             f"{folder}: a scoring labelled {label!r} exists already; choose a new label"
         )
     samples = _samples(run_dir)
+    planned = len((manifest.get("order") or {}).get("planned") or ())
+    status = manifest.get("status")
+    covers_all = status == "complete" and len(samples) >= planned
+    if not covers_all and not partial:
+        raise StoreError(
+            f"{run_dir}: the run is {status} with {len(samples)} of {planned} samples; a "
+            "scoring must cover every sample of a complete run: resume it first, or score "
+            "what is there with partial=True (--partial), which is never read by default"
+        )
     missing = sorted({s.case_id for s in samples} - set(by_id))
     if missing:
         raise CasesError(f"the cases given lack ids the run has: {', '.join(missing)}")
@@ -162,6 +186,9 @@ async def ascore(
             "cases_definitions": [case.to_dict() for case in cases],
             "extra_checks": [c.spec for c in extra],
             "samples": len(samples),
+            "planned": planned,
+            "run_status": status,
+            "partial": not covers_all,
         },
     )
     return label
@@ -174,9 +201,14 @@ def score(
     checks: Iterable[CheckSpec] = (),
     label: str | None = None,
     judge: Target | None = None,
+    partial: bool = False,
 ) -> str:
     """Recompute the checks of a stored run, without calling the target, into
     ``scores/<label>/`` beside the earlier results; return the label.
+
+    A scoring covers every sample of a complete run. A run still being written is refused
+    (its lock is held); an interrupted one too, unless ``partial=True``: such a scoring is
+    labelled partial and :func:`evalnb.load` reads it only when asked for by label.
 
     Parameters:
         run_dir: the run directory.
@@ -197,5 +229,8 @@ def score(
     'stricter'
     """
     return cast(
-        str, run_sync(ascore(run_dir, cases=cases, checks=checks, label=label, judge=judge))
+        str,
+        run_sync(
+            ascore(run_dir, cases=cases, checks=checks, label=label, judge=judge, partial=partial)
+        ),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -73,3 +74,17 @@ def pair(a: Any, b: Any, values: Sequence[str], what: str = "variants") -> tuple
     if a == b:
         raise ValueError(f"'a' and 'b' must differ; got a={a!r}, b={b!r}")
     return a, b
+
+
+def own_warnings(caught: Iterable[warnings.WarningMessage]) -> list[warnings.WarningMessage]:
+    """The analysis's own warnings among ``caught``; the store's (a damaged part left out, a
+    partial scoring) are warned again, to reach the user rather than a note."""
+    from evalnb.store import DamagedRunWarning, PartialScoringWarning
+
+    own = []
+    for w in caught:
+        if issubclass(w.category, DamagedRunWarning | PartialScoringWarning):
+            warnings.warn(w.message, w.category, stacklevel=3)
+        else:
+            own.append(w)
+    return own

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import signal
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from typing import NoReturn, TextIO
 
@@ -37,9 +38,24 @@ class UsageError(EvalnbError):
 
 
 def guarded(name: str, command: Callable[[], int], stderr: TextIO | None = None) -> int:
-    """Run ``command``; an ordinary mistake becomes one line on stderr and exit 2."""
+    """Run ``command``; an ordinary mistake becomes one line on stderr and exit 2, and
+    a warning (a damaged part left out, a partial scoring passed over) one line too."""
+    out = stderr or sys.stderr
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        print(f"evalnb {name}: warning: {' '.join(str(message).split())}", file=out)
+
     try:
-        return command()
+        with warnings.catch_warnings():
+            warnings.showwarning = show
+            return command()
     except (EvalnbError, ValueError, TypeError) as exc:
         message = str(exc)
     except OSError as exc:  # a path that is missing, a folder, unwritable, a full disk...
@@ -47,7 +63,7 @@ def guarded(name: str, command: Callable[[], int], stderr: TextIO | None = None)
         message = f"{where}{exc.strerror or exc}"
     except RecursionError:
         message = "the input is nested too deeply to read"
-    print(f"evalnb {name}: error: {' '.join(message.split())}", file=stderr or sys.stderr)
+    print(f"evalnb {name}: error: {' '.join(message.split())}", file=out)
     return EXIT_USAGE
 
 

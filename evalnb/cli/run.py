@@ -120,6 +120,11 @@ def add_score_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--judge-base-url", help="judge model URL, for 'judge' checks")
     p.add_argument("--judge-model", help="judge model name")
     p.add_argument("--api-key-env", help="environment variable holding the judge's API key")
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="score an interrupted run as it is (labelled partial; never read by default)",
+    )
     return p
 
 
@@ -316,6 +321,7 @@ def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def score_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from evalnb.score import score
+    from evalnb.store import scorings
 
     judge = None
     if args.judge_model:
@@ -329,6 +335,15 @@ def score_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if spec.get("type") == "python" and "base" not in spec:
             # A module named on the command line is looked for in the current folder first.
             spec["base"] = str(Path.cwd())
-    label = score(args.run_dir, cases=args.cases, checks=checks, label=args.label, judge=judge)
-    print(f"scored {args.run_dir} again as {label!r} (the earlier results are kept)")
+    label = score(
+        args.run_dir,
+        cases=args.cases,
+        checks=checks,
+        label=args.label,
+        judge=judge,
+        partial=args.partial,
+    )
+    info = next(i for i in scorings(args.run_dir) if i["label"] == label)
+    what = "partially (labelled partial)" if info.get("partial") else "again"
+    print(f"scored {args.run_dir} {what} as {label!r} (the earlier results are kept)")
     return 0

@@ -18,6 +18,8 @@ every file ``0600``: answers may hold private text.
 
 from evalnb.store.lock import RunLock
 from evalnb.store.rundir import (
+    DamagedRunWarning,
+    PartialScoringWarning,
     create_run_dir,
     read_manifest,
     read_table,
@@ -46,6 +48,8 @@ __all__ = [
     "TABLES",
     "VERDICTS",
     "VERDICTS_SCHEMA",
+    "DamagedRunWarning",
+    "PartialScoringWarning",
     "RunLock",
     "RunWriter",
     "checks_table",

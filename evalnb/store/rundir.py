@@ -24,6 +24,7 @@ from evalnb.store.schema import SCHEMA_VERSION, TABLES
 
 __all__ = [
     "DamagedRunWarning",
+    "PartialScoringWarning",
     "create_run_dir",
     "open_private",
     "read_manifest",
@@ -155,13 +156,60 @@ def _readable(run_dir: Path, parts: list[Path]) -> list[Path]:
     return kept
 
 
-def _scoring_parts(run_dir: Path, scoring: str | None) -> list[Path]:
-    labels = [info["label"] for info in scorings(run_dir)]
-    label = labels[-1] if scoring is None else scoring
-    if label not in labels:
+class PartialScoringWarning(UserWarning):
+    """A scoring that covers fewer samples than its run: read only when asked for by label."""
+
+
+def _sample_count(run_dir: Path) -> int:
+    """Rows of the committed samples parts, from their footers (no data read)."""
+    return sum(pq.read_metadata(p).num_rows for p in _committed_parts(run_dir, "samples"))
+
+
+def _choose_scoring(run_dir: Path, scoring: str | None) -> str:
+    """The label to read: ``scoring``, or by default the newest scoring that covers every
+    sample of the run (a partial one never; saying so when it is passed over)."""
+    infos = scorings(run_dir)
+    labels = [info["label"] for info in infos]
+    if scoring is not None and scoring not in labels:
         raise StoreError(
-            f"{run_dir}: no committed scoring {label!r}; scorings: {', '.join(labels)}"
+            f"{run_dir}: no committed scoring {scoring!r}; scorings: {', '.join(labels)}"
         )
+    if len(infos) == 1:
+        return "run"
+    count = _sample_count(run_dir)
+
+    def short(info: dict[str, Any]) -> str | None:
+        covered = info.get("samples")
+        if info["label"] == "run":
+            return None
+        if info.get("partial") or (isinstance(covered, int) and covered < count):
+            return f"scoring {info['label']!r} covers {covered} of the run's {count} samples"
+        return None
+
+    if scoring is not None:
+        why = short(next(i for i in infos if i["label"] == scoring))
+        if why:
+            warnings.warn(
+                f"{run_dir}: {why}; the samples it lacks have no check results in it, so "
+                "its rates leave them out",
+                PartialScoringWarning,
+                stacklevel=4,
+            )
+        return scoring
+    chosen = next(i for i in reversed(infos) if short(i) is None)
+    passed = [short(i) for i in infos[infos.index(chosen) + 1 :]]
+    if passed:
+        warnings.warn(
+            f"{run_dir}: {'; '.join(w for w in passed if w)}: read scoring "
+            f"{chosen['label']!r} instead (ask for a partial one by its label)",
+            PartialScoringWarning,
+            stacklevel=4,
+        )
+    return str(chosen["label"])
+
+
+def _scoring_parts(run_dir: Path, scoring: str | None) -> list[Path]:
+    label = _choose_scoring(run_dir, scoring)
     if label == "run":
         return _committed_parts(run_dir, "checks")
     return sorted((run_dir / "scores" / label).glob("part-*.parquet"))
