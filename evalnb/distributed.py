@@ -52,6 +52,10 @@ def split(
     ]
 
 
+def _the(value: Any) -> Any:
+    return value
+
+
 class Sharded:
     """A connection to a Dask cluster that runs a session's pending keys as shards.
 
@@ -138,7 +142,9 @@ class Sharded:
             return
         inner = getattr(judge, "target", judge)
         job = self.job(execution, concurrency, run_dir, inner)
-        shared = self.client.scatter(job, broadcast=False, hash=False)
+        # A task, not scattered data: if the worker holding the job dies, the scheduler
+        # computes it again from the task instead of cancelling every shard that needs it.
+        shared = self.client.submit(_the, job, key=f"evalnb-job-{self.session}", pure=False)
         futures = {
             self.client.submit(
                 run_shard, shared, shard, key=f"evalnb-shard-{shard.id}", pure=False, retries=2
