@@ -418,7 +418,8 @@ async def arun(
     if resume:
         store.read_manifest(path)  # not a run: say so before touching it
         lock.acquire()
-        session = store.fence_shards(path)  # shards of an earlier driver can commit no more
+        # Shards an earlier driver left running can commit no more.
+        session = store.fence_shards(path, create=cluster is not None)
         manifest = store.read_manifest(path)
         check_resume(manifest, path, cases, variants, repeats, order, seed)
         store.remove_orphan_parts(path)
@@ -430,7 +431,7 @@ async def arun(
     else:
         store.create_run_dir(path)
         lock.acquire()
-        session = store.fence_shards(path)
+        session = store.fence_shards(path, create=cluster is not None)
         done = set()
         run_id = path.name
         manifest = new_manifest(

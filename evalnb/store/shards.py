@@ -84,11 +84,13 @@ def _folder(run_dir: str | os.PathLike[str]) -> Path:
     return folder
 
 
-def fence_shards(run_dir: str | os.PathLike[str]) -> str:
+def fence_shards(run_dir: str | os.PathLike[str], *, create: bool = True) -> str:
     """Start a new session of ``run_dir`` (the caller holds the run's lock): only shards of
-    the returned session may commit from now on."""
+    the returned session may commit from now on. Without ``create`` a run that never had
+    shards gets no ``shards/`` folder (there is nothing to fence)."""
     session = secrets.token_hex(4)
-    _write_new(_folder(run_dir) / _FENCE, {"session": session}, replace=True)
+    if create or (Path(run_dir) / SHARDS).is_dir():
+        _write_new(_folder(run_dir) / _FENCE, {"session": session}, replace=True)
     return session
 
 
