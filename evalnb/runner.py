@@ -362,6 +362,8 @@ async def arun(
     judge: Target | None = None,
     canonical: Callable[[str, Case], str | None] | None = None,
     defaults: Mapping[str, Any] | None = None,
+    cluster: Any = None,
+    shard_size: int = 100,
 ) -> RunResult:
     """Async form of :func:`run`, with the same parameters; await it in a running loop."""
     cases_file: dict[str, Any] | None = None
@@ -389,6 +391,8 @@ async def arun(
         raise ValueError(f"'repeats' must be a whole number >= 1; got {repeats!r}")
     if not is_whole(concurrency, 1):
         raise ValueError(f"'concurrency' must be a whole number >= 1; got {concurrency!r}")
+    if not is_whole(shard_size, 1):
+        raise ValueError(f"'shard_size' must be a whole number >= 1; got {shard_size!r}")
     if not callable(getattr(target, "complete", None)):
         raise TypeError(f"'target' must have an async complete(request) method; got {target!r}")
     extra_checks = build_checks(checks)
@@ -414,6 +418,8 @@ async def arun(
     if resume:
         store.read_manifest(path)  # not a run: say so before touching it
         lock.acquire()
+        # Shards an earlier driver left running can commit no more.
+        session = store.fence_shards(path, create=cluster is not None)
         manifest = store.read_manifest(path)
         check_resume(manifest, path, cases, variants, repeats, order, seed)
         store.remove_orphan_parts(path)
@@ -425,6 +431,7 @@ async def arun(
     else:
         store.create_run_dir(path)
         lock.acquire()
+        session = store.fence_shards(path, create=cluster is not None)
         done = set()
         run_id = path.name
         manifest = new_manifest(
@@ -460,6 +467,13 @@ async def arun(
             check_same_target(manifest["target"], described, path)
         if judge is not None and not (manifest.get("judge") or {}).get("target"):
             manifest["judge"] = {"target": await _describe(judge), "calls": 0}
+        sharded = None
+        if cluster is not None:
+            from evalnb.distributed import Sharded
+
+            sharded = Sharded(cluster, shard_size, session)
+            stack.callback(sharded.close)
+            manifest.setdefault("clusters", []).append(sharded.record())
         manifest["status"] = "running"
         store.write_json_atomic(path / "manifest.json", manifest)
 
@@ -489,7 +503,12 @@ async def arun(
         )
         status = "interrupted"
         try:
-            await execution.execute(pending, concurrency, bar)
+            if sharded is None:
+                await execution.execute(pending, concurrency, bar)
+            else:
+                await sharded.execute(
+                    execution, pending, concurrency, str(path), counted_judge, bar
+                )
             status = "complete"
         finally:
             JUDGE.reset(token)
@@ -555,6 +574,8 @@ def run(
     judge: Target | None = None,
     canonical: Callable[[str, Case], str | None] | None = None,
     defaults: Mapping[str, Any] | None = None,
+    cluster: Any = None,
+    shard_size: int = 100,
 ) -> RunResult:
     """Run every case for every variant ``repeats`` times against ``target``.
 
@@ -595,6 +616,10 @@ def run(
             answer with white space collapsed and case folded.
         defaults: checks and fields applied to every case of a cases file, under the file's
             own ``defaults`` (an experiment file's ``[defaults]``).
+        cluster: a ``distributed.Client`` or a Dask scheduler address (``tcp://host:8786``):
+            the pending keys run there as shards (``evalnb.distributed``); every worker
+            must see ``out`` at the same path. Default: run here.
+        shard_size: samples per shard on a cluster; each shard commits atomically.
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
@@ -621,6 +646,8 @@ def run(
                 judge=judge,
                 canonical=canonical,
                 defaults=defaults,
+                cluster=cluster,
+                shard_size=shard_size,
             )
         ),
     )

@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("evalnb.cases", "evalnb.experiment"),
     ("evalnb.targets", "evalnb.containment"),
     ("evalnb.store", "evalnb.verdicts"),
-    ("evalnb.runner", "evalnb.manifest", "evalnb.score"),
+    ("evalnb.runner", "evalnb.manifest", "evalnb.score", "evalnb.shard", "evalnb.distributed"),
     ("evalnb.analysis",),
     ("evalnb.plots",),
     ("evalnb.report",),
@@ -56,6 +56,8 @@ NEVER_IN_THE_RUNNER = [
     "ipywidgets",
     "statsmodels",
     "scipy",
+    "dask",
+    "distributed",
 ]
 
 

@@ -83,6 +83,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--out", help="run directory to create (default runs/run-<time>-<hex>)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
     _progress_arguments(p)
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="run the samples as shards on this Dask scheduler, e.g. tcp://HOST:8786 "
+        "(every worker must see --out at the same path)",
+    )
+    p.add_argument("--shard-size", type=int, help="samples per shard with --dask (default 100)")
     p.add_argument("--judge-model", help="model for 'judge' checks (default URL: the target's)")
     p.add_argument("--judge-base-url", help="OpenAI-compatible URL of the judge model")
     p.add_argument(
@@ -195,6 +202,15 @@ def _params(items: Sequence[str]) -> dict[str, Any]:
     return params
 
 
+def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
+    if args.shard_size is not None and not args.dask:
+        raise UsageError("--shard-size needs --dask ADDRESS (shards run on a cluster)")
+    settings: dict[str, Any] = {"cluster": args.dask} if args.dask else {}
+    if args.shard_size is not None:
+        settings["shard_size"] = args.shard_size
+    return settings
+
+
 def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     experiment = load_experiment(resolve(args.experiment, ".toml")) if args.experiment else None
     cases = resolve(args.cases, ".jsonl") if args.cases else None
@@ -230,6 +246,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     for key in ("repeats", "concurrency", "order", "seed"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
+    settings.update(_cluster_settings(args))
     with contextlib.ExitStack() as stack:
         base_dir = experiment.path.parent if experiment and not args.command else Path.cwd()
         target = _target(spec, stack, base_dir)

@@ -8,6 +8,7 @@
       checks/part-*.parquet    one row per (sample, check), long format
       verdicts/part-*.parquet  one row per saved verdict (append-only)
       scores/<label>/          a rescoring: part-*.parquet like checks/, then scoring.json
+      shards/                  commit markers of shards run elsewhere (store/shards.py)
 
 Every file is written under a temporary name and renamed, so a crash never leaves a
 torn file. A samples part is the commit of its batch: the runner writes a batch's
@@ -38,6 +39,12 @@ from evalnb.store.schema import (
     VERDICTS_SCHEMA,
     schema_markdown,
 )
+from evalnb.store.shards import (
+    commit_shard,
+    committed_shard,
+    fence_shards,
+    shard_token,
+)
 from evalnb.store.writer import RunWriter, checks_table, samples_table
 
 __all__ = [
@@ -53,7 +60,10 @@ __all__ = [
     "RunLock",
     "RunWriter",
     "checks_table",
+    "commit_shard",
+    "committed_shard",
     "create_run_dir",
+    "fence_shards",
     "read_manifest",
     "read_table",
     "remove_orphan_parts",
@@ -61,5 +71,6 @@ __all__ = [
     "samples_table",
     "schema_markdown",
     "scorings",
+    "shard_token",
     "write_json_atomic",
 ]

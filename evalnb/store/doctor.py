@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from evalnb.store.lock import RunLock
 from evalnb.store.rundir import open_private, replace_atomically
 from evalnb.store.schema import KEY, TABLES
+from evalnb.store.shards import committed_shard_parts, is_shard_part
 
 __all__ = ["QUARANTINE", "Problem", "diagnose", "repair"]
 
@@ -38,9 +39,9 @@ QUARANTINE = "quarantine"
 class Problem:
     """One thing wrong with a run: where, what kind, and what a repair does about it.
 
-    ``kind`` is ``unreadable``, ``orphan`` (a part or temporary file of a batch that never
-    committed), ``duplicate`` (a samples part repeating keys already stored) or ``manifest``
-    (which a repair cannot fix: it is reported only).
+    ``kind`` is ``unreadable``, ``orphan`` (a part or temporary file of a batch or a shard
+    attempt that never committed), ``duplicate`` (a samples part repeating keys already
+    stored) or ``manifest`` (which a repair cannot fix: it is reported only).
     """
 
     path: Path
@@ -82,12 +83,15 @@ def _manifest(run_dir: Path) -> Iterator[Problem]:
 
 def _files(run_dir: Path) -> Iterator[Problem]:
     committed = {p.name for p in _parts(run_dir / "samples")}
+    shards = committed_shard_parts(run_dir)
     for table, schema in TABLES.items():
         folder = run_dir / table
         for path in sorted(folder.glob(".*.tmp")) if folder.is_dir() else []:
             yield Problem(path, "orphan", "temporary file of a write that never finished")
         for path in _parts(folder):
-            if table == "checks" and path.name not in committed:
+            if is_shard_part(path.name) and path.name not in shards:
+                yield Problem(path, "orphan", "part of a shard attempt that never committed")
+            elif table == "checks" and path.name not in committed:
                 yield Problem(path, "orphan", "checks part whose samples part was never written")
             elif (reason := _unreadable(path, schema)) is not None:
                 yield Problem(path, "unreadable", reason)

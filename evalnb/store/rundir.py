@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from evalnb._exceptions import StoreError
 from evalnb._secrets import redact
 from evalnb.store.schema import SCHEMA_VERSION, TABLES
+from evalnb.store.shards import committed_shard_parts, is_shard_part
 
 __all__ = [
     "DamagedRunWarning",
@@ -108,7 +109,15 @@ def _committed_parts(run_dir: Path, table: str) -> list[Path]:
     if table == "checks":
         committed = {p.name for p in (run_dir / "samples").glob("part-*.parquet")}
         parts = [p for p in parts if p.name in committed]
-    return parts
+    return _without_uncommitted_shards(run_dir, parts)
+
+
+def _without_uncommitted_shards(run_dir: Path, parts: list[Path]) -> list[Path]:
+    """Leave out the parts of shard attempts no commit marker lists (store/shards.py)."""
+    if not any(is_shard_part(p.name) for p in parts):
+        return parts
+    committed = committed_shard_parts(run_dir)
+    return [p for p in parts if not is_shard_part(p.name) or p.name in committed]
 
 
 def scorings(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -54,12 +54,12 @@ class RunWriter:
     """Appends batches of samples and their check results to a run directory.
 
     Each writer has its own random token, so several writers (resumes, shards on other
-    machines) never collide on a part name.
+    machines) never collide on a part name; a shard attempt passes its own ``token``.
     """
 
-    def __init__(self, run_dir: str | os.PathLike[str]):
+    def __init__(self, run_dir: str | os.PathLike[str], token: str | None = None):
         self.run_dir = Path(run_dir)
-        self.token = secrets.token_hex(4)
+        self.token = token or secrets.token_hex(4)
         self.sequence = 0
 
     def _write(self, table: str, data: pa.Table, name: str) -> None:
