@@ -20,7 +20,7 @@ import io
 import json
 import os
 from collections.abc import Iterator, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evalnb._exceptions import CasesError
@@ -105,6 +105,13 @@ def _check_messages(messages: Any) -> None:
 def _check_fixtures(fixtures: Any) -> None:
     _expect(isinstance(fixtures, dict), "fixtures", "an object of path: text", fixtures)
     for name, text in fixtures.items():
+        parts = PurePosixPath(name).parts
+        _expect(
+            bool(parts) and parts[0] != "/" and ".." not in parts and "\\" not in name,
+            f"fixtures.{name}",
+            "a relative path that stays inside the workspace (no '/' start, no '..')",
+            name,
+        )
         _expect(isinstance(text, str), f"fixtures.{name}", "a string (the file's text)", text)
 
 
@@ -243,7 +250,10 @@ class _Defaults:
 
 
 def _jsonl_items(path: Path, text: str) -> Iterator[tuple[str, Any]]:
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only (JSON Lines): str.splitlines would also cut at U+2028 and the
+    # other Unicode line breaks, which JSON allows raw inside a string.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:

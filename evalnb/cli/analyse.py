@@ -54,13 +54,14 @@ def report_command(
 def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None) -> int:
     from evalnb.analysis import load
     from evalnb.report import render_report
+    from evalnb.store import write_text_file
 
     options = {"baseline": args.baseline, "check": args.check, "level": args.level}
     run = load(args.run)
     text, page = render_report(run, html=bool(args.html), markdown=args.markdown, **options)
     if page is not None:
         try:
-            Path(args.html).write_text(page, encoding="utf-8")
+            write_text_file(args.html, page)
         except OSError as exc:
             raise UsageError(f"--html {args.html}: cannot write ({exc.strerror})") from None
     print(text, end="", file=stdout)
@@ -214,6 +215,7 @@ def _gate(args: argparse.Namespace, stdout: TextIO) -> int:
 def _write_junit(path: str, run: Any, result: Any, policy: GatePolicy | None) -> None:
     from evalnb.analysis import rates
     from evalnb.cli.ci import case_rows, junit_xml
+    from evalnb.store import write_text_file
 
     cases = None
     if policy is not None:
@@ -222,6 +224,6 @@ def _write_junit(path: str, run: Any, result: Any, policy: GatePolicy | None) ->
             per_case = per_case[per_case["variant"].astype(str).isin(policy.variants)]
         cases = case_rows(per_case, policy.min_case_rate)
     try:
-        Path(path).write_text(junit_xml(result, cases), encoding="utf-8")
+        write_text_file(path, junit_xml(result, cases))
     except OSError as exc:
         raise UsageError(f"--junit {path}: cannot write ({exc.strerror})") from None

@@ -28,6 +28,7 @@ from evalnb.store.rundir import (
     sample_keys,
     scorings,
     write_json_atomic,
+    write_text_file,
 )
 from evalnb.store.schema import (
     CHECKS_SCHEMA,
@@ -73,4 +74,5 @@ __all__ = [
     "scorings",
     "shard_token",
     "write_json_atomic",
+    "write_text_file",
 ]

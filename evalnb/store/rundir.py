@@ -35,6 +35,7 @@ __all__ = [
     "sample_keys",
     "scorings",
     "write_json_atomic",
+    "write_text_file",
 ]
 
 
@@ -59,6 +60,35 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     replace_atomically(tmp, path)
 
 
+def make_parents(path: Path) -> None:
+    """Create the missing folders above ``path``, at most ``0755`` whatever the umask (under
+    ``umask 000`` a plain ``mkdir`` makes them writable by everyone)."""
+    missing = [p for p in path.parents if not p.exists()]
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o755)
+        except FileExistsError:
+            continue
+        os.chmod(folder, 0o755 & ~_umask())
+
+
+def write_text_file(path: str | os.PathLike[str], text: str) -> None:
+    """Write an output file a user asked for (a report, a JUnit file): readable by others,
+    writable only by its owner (``0644`` at most, whatever the umask)."""
+    path = Path(path)
+    make_parents(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o644 & ~_umask())
+        handle.write(text)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 def create_run_dir(path: str | os.PathLike[str]) -> Path:
     """Create a new, private run directory; an existing path is an error."""
     path = Path(path)
@@ -67,7 +97,7 @@ def create_run_dir(path: str | os.PathLike[str]) -> Path:
             f"{path}: output directory already exists; choose a new path or resume it "
             "(--resume / resume=True)"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_parents(path)
     try:
         path.mkdir(mode=0o700)
     except FileExistsError:

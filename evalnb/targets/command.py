@@ -355,10 +355,18 @@ def _kill_group(pgid: int) -> None:
 
 
 def _read_bounded(path: Path, limit: int) -> tuple[str | None, bool]:
-    """The first ``limit`` bytes of a regular file as text, and whether there was more."""
-    if not path.is_file():  # a FIFO or device placed there could block or never end
+    """The first ``limit`` bytes of a regular file as text, and whether there was more.
+
+    Never through a symlink (the harness could point it at a file it must not hand over)
+    and never a FIFO or device (one could block or never end): those read as no file.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # missing, or a symlink (ELOOP)
         return None, False
-    with path.open("rb") as handle:
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None, False
         data = handle.read(limit + 1)
     return data[:limit].decode("utf-8", errors="replace"), len(data) > limit
 
