@@ -10,65 +10,19 @@ file, US dollars per million tokens, one table per model name as the server repo
 
 from __future__ import annotations
 
-import math
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from evalnb.analysis import _args
 from evalnb.analysis.frames import Run
+from evalnb.prices import load_prices
 
 __all__ = ["costs", "load_prices"]
 
-_SIDES = ("input", "output")
 _TOKENS = ["prompt_tokens", "completion_tokens"]
-
-
-def load_prices(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
-    """The price table in ``path``: model -> (input, output) dollars per million tokens."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the price table ({exc.strerror})") from None
-    try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: not valid TOML ({exc})") from None
-    models = table.get("models")
-    if not isinstance(models, dict) or not models:
-        raise ValueError(
-            f"{path}: must have a [models.\"NAME\"] table per model with 'input' and "
-            f"'output' prices per million tokens; got keys {sorted(table)!r}"
-        )
-    prices = {}
-    for model, entry in models.items():
-        if not isinstance(entry, dict):
-            raise ValueError(f"{path}: 'models.{model}' must be a table; got {entry!r}")
-        values = []
-        for side in _SIDES:
-            value = entry.get(side)
-            if (
-                not isinstance(value, int | float)
-                or isinstance(value, bool)
-                or not math.isfinite(value)
-                or value < 0
-            ):
-                raise ValueError(
-                    f"{path}: 'models.{model}.{side}' must be a price >= 0 (dollars per "
-                    f"million tokens); got {value!r}"
-                )
-            values.append(float(value))
-        unknown = sorted(set(entry) - set(_SIDES))
-        if unknown:
-            raise ValueError(
-                f"{path}: 'models.{model}' keys must be 'input' and 'output'; got {unknown!r}"
-            )
-        prices[str(model)] = (values[0], values[1])
-    return prices
 
 
 def costs(
