@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,10 +26,12 @@ from evalnb.analysis._format import interval_text, number, share, signed, text_t
 from evalnb.analysis._tally import ALL
 from evalnb.analysis.agreement import agreement
 from evalnb.analysis.compare import compare, compare_cases
+from evalnb.analysis.cost import costs
 from evalnb.analysis.frames import Run
 from evalnb.analysis.latency import latency
 from evalnb.analysis.rates import rates
 from evalnb.analysis.suite import suite_rate
+from evalnb.prices import Prices
 
 __all__ = ["markdown_table", "render_report", "report_html", "report_markdown", "report_text"]
 
@@ -85,13 +88,17 @@ def render_report(
     level: float = 0.95,
     html: bool = False,
     markdown: bool = False,
+    prices: Prices | str | os.PathLike[str] | None = None,
 ) -> tuple[str, str | None]:
     """The text report (Markdown with ``markdown=True``) and, with ``html=True``, the HTML
-    page, from one analysis of ``run``.
+    page, from one analysis of ``run``; with ``prices`` (a price table file or mapping) it
+    has a section on what the run cost.
 
     ``evalnb report --html`` needs both: this computes the sections once for the two.
     """
     title, sections = _sections(run, baseline=baseline, check=check, level=level)
+    if prices is not None:
+        sections.append(_cost_section(run, prices))
     text = (_markdown if markdown else _text)(title, sections)
     return text, (_html(title, sections) if html else None)
 
@@ -431,6 +438,29 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
 def _compare_plot(result: pd.DataFrame, cases: pd.DataFrame, variants: list[str]) -> Any:
     plots = _plots()
     return plots.plot_compare(result, cases, colors=plots.variant_colors(variants))
+
+
+def _cost_section(run: Run, prices: Prices | str | os.PathLike[str]) -> Section:
+    table = costs(run, prices)
+    total = costs(run, prices, by=None).assign(variant="all")
+    table = pd.concat([table, total], ignore_index=True)
+    shown = pd.DataFrame(
+        {
+            "variant": table["variant"].astype(str),
+            "samples": table["samples"].astype(str),
+            "prompt tokens": table["prompt_tokens"].map(lambda v: f"{v:,}"),
+            "completion tokens": table["completion_tokens"].map(lambda v: f"{v:,}"),
+            "unpriced": table["unpriced"].astype(str),
+            "cached": table["cached"].astype(str),
+            "cost $": table["cost"].map(lambda v: f"{v:.6f}"),
+        }
+    )
+    notes = [
+        "dollars from the token counts stored per sample and the price table given; a "
+        "sample served from the development cache cost nothing"
+    ]
+    notes += sorted({str(n) for n in table["note"] if n})
+    return Section("Cost", shown, notes)
 
 
 def _latency_section(run: Run) -> Section:

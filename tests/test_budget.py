@@ -152,6 +152,17 @@ def test_max_cost_from_the_command_line_then_resume_and_costs_by_hand(standin, t
     for variant in ("v1", "v2"):
         assert table.loc[variant, "cost"] == pytest.approx(per_variant[variant], rel=1e-12)
 
+    # ...and so does the Cost section of `evalnb report --prices`.
+    assert main(["report", str(out), "--prices", str(prices)]) == 0
+    report = capsys.readouterr().out
+    section = report[report.index("\nCost\n") :].splitlines()
+    header = section[3].split()
+    assert header[:2] == ["variant", "samples"] and header[-2:] == ["cost", "$"]
+    rows = {line.split()[0]: float(line.split()[-1]) for line in section[4:7]}
+    assert rows["v1"] == pytest.approx(per_variant["v1"], abs=5e-7)
+    assert rows["v2"] == pytest.approx(per_variant["v2"], abs=5e-7)
+    assert rows["all"] == pytest.approx(per_variant.sum(), abs=5e-7)
+
 
 def test_a_completed_sample_that_cannot_be_priced_stops_a_cost_budget(standin, tmp_path):
     out = tmp_path / "run"

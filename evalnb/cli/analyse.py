@@ -41,6 +41,11 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--check", default=ALL, metavar="NAME", help="check to report (default: all)"
     )
     parser.add_argument("--level", type=float, default=0.95, metavar="L", help="confidence level")
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price table (TOML, dollars per million tokens): add what each variant cost",
+    )
     return parser
 
 
@@ -57,7 +62,9 @@ def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None) -> 
 
     options = {"baseline": args.baseline, "check": args.check, "level": args.level}
     run = load(args.run)
-    text, page = render_report(run, html=bool(args.html), markdown=args.markdown, **options)
+    text, page = render_report(
+        run, html=bool(args.html), markdown=args.markdown, prices=args.prices, **options
+    )
     if page is not None:
         try:
             Path(args.html).write_text(page, encoding="utf-8")
