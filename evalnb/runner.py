@@ -36,6 +36,7 @@ from evalnb.evidence import canonical_answer, evidence_from
 from evalnb.manifest import check_resume, check_same_target, new_manifest, now
 from evalnb.prices import Prices, sample_cost
 from evalnb.targets import Target
+from evalnb.targets.cache import ResponseCache
 
 __all__ = ["RunResult", "arun", "plan", "run"]
 
@@ -378,6 +379,7 @@ async def arun(
     max_cost: float | None = None,
     max_tokens: int | None = None,
     prices: Prices | str | os.PathLike[str] | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Async form of :func:`run`, with the same parameters; await it in a running loop."""
     cases_file: dict[str, Any] | None = None
@@ -420,6 +422,7 @@ async def arun(
     if judge is not None and not callable(getattr(judge, "complete", None)):
         raise TypeError(f"'judge' must have an async complete(request) method; got {judge!r}")
     budget = Budget(max_cost, max_tokens, prices)
+    cached = None if cache is None else ResponseCache(target, cache)
     planned = plan(cases, variants, repeats, order, seed)
     started = now()
 
@@ -487,7 +490,7 @@ async def arun(
             if (entry[0].id, entry[1].name, entry[2]) not in done
         ]
         execution = _Execution(
-            target,
+            cached or target,
             store.RunWriter(path),
             run_id,
             by_case,
@@ -518,6 +521,7 @@ async def arun(
                 manifest.setdefault("judge", {"calls": 0})["calls"] += counted_judge.calls
             manifest.update(status=status, ended_at=now().isoformat())
             _end_budget(manifest, budget)
+            _end_cache(manifest, cached)
             store.write_json_atomic(path / "manifest.json", manifest)
     return _result(path, run_id, variants, status, budget)
 
@@ -549,6 +553,17 @@ def _end_budget(manifest: dict[str, Any], budget: Budget) -> None:
     stopped = budget.record()
     if stopped is not None:
         manifest["stopped"] = stopped
+
+
+def _end_cache(manifest: dict[str, Any], cached: ResponseCache | None) -> None:
+    """Record that a cache served this run, with its hits and misses over every session."""
+    if cached is None:
+        return
+    earlier = manifest.get("cache") or {}
+    record = cached.record()
+    for count in ("hits", "misses"):
+        record[count] += earlier.get(count, 0)
+    manifest["cache"] = record
 
 
 def _stop_text(stopped: Mapping[str, Any]) -> str:
@@ -646,6 +661,7 @@ def run(
     max_cost: float | None = None,
     max_tokens: int | None = None,
     prices: Prices | str | os.PathLike[str] | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Run every case for every variant ``repeats`` times against ``target``.
 
@@ -693,6 +709,10 @@ def run(
         max_tokens: the same for prompt + completion tokens.
         prices: a price table (TOML file, or model -> (input, output) dollars per million
             tokens): needed by ``max_cost``; with it the summary shows what the run cost.
+        cache: a development cache directory (off by default; an ``OpenAIChat`` target
+            only): completions are stored keyed by the exact request body and the repeat
+            index, and served from there next time (the sample's ``cached`` column says so;
+            the manifest's ``cache`` counts hits and misses). Never the API key or headers.
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
@@ -722,6 +742,7 @@ def run(
                 max_cost=max_cost,
                 max_tokens=max_tokens,
                 prices=prices,
+                cache=cache,
             )
         ),
     )

@@ -74,7 +74,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--request-timeout", type=float, help="per-request / per-process timeout (s)")
     p.add_argument("--out", help="run directory to create (default runs/run-<time>-<hex>)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
-    _budget_arguments(p)
+    _budget_and_cache_arguments(p)
     _progress_arguments(p)
     p.add_argument("--judge-model", help="model for 'judge' checks (default URL: the target's)")
     p.add_argument("--judge-base-url", help="OpenAI-compatible URL of the judge model")
@@ -86,7 +86,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def _budget_arguments(p: argparse.ArgumentParser) -> None:
+def _budget_and_cache_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-cost",
         type=float,
@@ -102,12 +102,22 @@ def _budget_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prices", metavar="FILE", help="price table (TOML, dollars per million tokens)"
     )
+    p.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="development cache: store responses by request body and repeat, reuse them",
+    )
 
 
-def _budget(args: argparse.Namespace) -> dict[str, Any]:
+def _budget_and_cache(args: argparse.Namespace) -> dict[str, Any]:
     if args.max_cost is not None and args.prices is None:
         raise UsageError("--max-cost needs --prices FILE (the price table, TOML)")
-    return {"max_cost": args.max_cost, "max_tokens": args.max_tokens, "prices": args.prices}
+    return {
+        "max_cost": args.max_cost,
+        "max_tokens": args.max_tokens,
+        "prices": args.prices,
+        "cache": args.cache,
+    }
 
 
 def _stopped_note(result: Any, argv: Sequence[str], resumed: bool) -> None:
@@ -220,7 +230,7 @@ def _params(items: Sequence[str]) -> dict[str, Any]:
 
 
 def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    budget = _budget(args)
+    budget = _budget_and_cache(args)
     experiment = load_experiment(resolve(args.experiment, ".toml")) if args.experiment else None
     cases = resolve(args.cases, ".jsonl") if args.cases else None
     cases = cases or (experiment.cases if experiment else None)
