@@ -28,12 +28,20 @@ from evalnb.analysis.agreement import agreement
 from evalnb.analysis.compare import compare, compare_cases
 from evalnb.analysis.cost import costs
 from evalnb.analysis.frames import Run
+from evalnb.analysis.history import history
 from evalnb.analysis.latency import latency
 from evalnb.analysis.rates import rates
 from evalnb.analysis.suite import suite_rate
 from evalnb.prices import Prices
 
-__all__ = ["markdown_table", "render_report", "report_html", "report_markdown", "report_text"]
+__all__ = [
+    "markdown_table",
+    "render_history",
+    "render_report",
+    "report_html",
+    "report_markdown",
+    "report_text",
+]
 
 #: Per-case rows shown before the rest is summarised.
 MAX_CASES = 100
@@ -101,6 +109,70 @@ def render_report(
         sections.append(_cost_section(run, prices))
     text = (_markdown if markdown else _text)(title, sections)
     return text, (_html(title, sections) if html else None)
+
+
+def render_history(
+    runs: Any,
+    *,
+    check: str = ALL,
+    level: float = 0.95,
+    prices: Prices | str | os.PathLike[str] | None = None,
+    html: bool = False,
+    markdown: bool = False,
+) -> tuple[str, str | None]:
+    """The history of ``runs`` (a folder of runs, or run directories; see
+    :func:`evalnb.history`) as text (Markdown with ``markdown=True``) and, with
+    ``html=True``, an HTML page with :func:`evalnb.plot_history`'s figure."""
+    frame = history(runs, check=check, level=level, prices=prices)
+    section = _history_section(frame, prices is not None)
+    title = (
+        f"evalnb history: {frame['path'].nunique()} runs, "
+        f"{frame['started_at'].min():%Y-%m-%d} to {frame['started_at'].max():%Y-%m-%d}; "
+        f"check '{check}'"
+    )
+    text = (_markdown if markdown else _text)(title, [section])
+    return text, (_html(title, [section]) if html else None)
+
+
+def _history_section(frame: pd.DataFrame, priced: bool) -> Section:
+    level = float(frame["level"].iloc[0])
+    shown = pd.DataFrame(
+        {
+            "run": frame["run_id"].astype(str),
+            "started": frame["started_at"].map(lambda t: f"{t:%Y-%m-%d %H:%M}"),
+            "status": frame["status"].astype(str),
+            "variant": frame["variant"].astype(str),
+            "model": frame["model"].astype(str),
+            "cases": frame["cases"].map(lambda v: "" if pd.isna(v) else f"{v:g}"),
+            "repeats": frame["repeats"].map(lambda v: "" if pd.isna(v) else f"{v:.3g}"),
+            "rate": frame["estimate"].map(number),
+            "interval": [
+                interval_text(lo, hi, level)
+                for lo, hi in zip(frame["low"], frame["high"], strict=True)
+            ],
+            "vs previous": [
+                "" if pd.isna(d) else f"{signed(d)} ({interval_text(lo, hi, level)})"
+                for d, lo, hi in zip(
+                    frame["diff"], frame["diff_low"], frame["diff_high"], strict=True
+                )
+            ],
+            "change": frame["change"].fillna("").astype(str),
+        }
+    )
+    if priced:
+        shown["cost $"] = frame["cost"].map(lambda v: "" if pd.isna(v) else f"{v:.6f}")
+    notes = [
+        "rate: suite rate of each run (mean of per-case rates, interval across cases); "
+        "change: each run against the run before it, paired per case on the cases both "
+        "ran (compare_runs); 'no change shown' is not proof of no change",
+        f"server: {', '.join(sorted(set(frame['server'].astype(str))))}",
+    ]
+    notes += sorted({f"{r.run_id}, {r.variant}: {r.note}" for r in frame.itertuples() if r.note})
+    draw = Plot(
+        "Suite rate of each run per variant with its interval; rings mark the moves found",
+        lambda: _plots().plot_history(frame),
+    )
+    return Section("History", shown, notes, [draw])
 
 
 def _text(title: str, sections: list[Section]) -> str:
