@@ -591,6 +591,7 @@ class _Evidence:
     stderr_truncated: bool = False
     trace: str | None = None
     trace_truncated: bool = False
+    cached: bool | None = None
 
 
 #: The names of that evidence: a sample copies them from its completion.

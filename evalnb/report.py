@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,12 +26,22 @@ from evalnb.analysis._format import interval_text, number, share, signed, text_t
 from evalnb.analysis._tally import ALL
 from evalnb.analysis.agreement import agreement
 from evalnb.analysis.compare import compare, compare_cases
+from evalnb.analysis.cost import costs
 from evalnb.analysis.frames import Run
+from evalnb.analysis.history import history
 from evalnb.analysis.latency import latency
 from evalnb.analysis.rates import rates
 from evalnb.analysis.suite import suite_rate
+from evalnb.prices import Prices
 
-__all__ = ["markdown_table", "render_report", "report_html", "report_markdown", "report_text"]
+__all__ = [
+    "markdown_table",
+    "render_history",
+    "render_report",
+    "report_html",
+    "report_markdown",
+    "report_text",
+]
 
 #: Per-case rows shown before the rest is summarised.
 MAX_CASES = 100
@@ -85,15 +96,83 @@ def render_report(
     level: float = 0.95,
     html: bool = False,
     markdown: bool = False,
+    prices: Prices | str | os.PathLike[str] | None = None,
 ) -> tuple[str, str | None]:
     """The text report (Markdown with ``markdown=True``) and, with ``html=True``, the HTML
-    page, from one analysis of ``run``.
+    page, from one analysis of ``run``; with ``prices`` (a price table file or mapping) it
+    has a section on what the run cost.
 
     ``evalnb report --html`` needs both: this computes the sections once for the two.
     """
     title, sections = _sections(run, baseline=baseline, check=check, level=level)
+    if prices is not None:
+        sections.append(_cost_section(run, prices))
     text = (_markdown if markdown else _text)(title, sections)
     return text, (_html(title, sections) if html else None)
+
+
+def render_history(
+    runs: Any,
+    *,
+    check: str = ALL,
+    level: float = 0.95,
+    prices: Prices | str | os.PathLike[str] | None = None,
+    html: bool = False,
+    markdown: bool = False,
+) -> tuple[str, str | None]:
+    """The history of ``runs`` (a folder of runs, or run directories; see
+    :func:`evalnb.history`) as text (Markdown with ``markdown=True``) and, with
+    ``html=True``, an HTML page with :func:`evalnb.plot_history`'s figure."""
+    frame = history(runs, check=check, level=level, prices=prices)
+    section = _history_section(frame, prices is not None)
+    title = (
+        f"evalnb history: {frame['path'].nunique()} runs, "
+        f"{frame['started_at'].min():%Y-%m-%d} to {frame['started_at'].max():%Y-%m-%d}; "
+        f"check '{check}'"
+    )
+    text = (_markdown if markdown else _text)(title, [section])
+    return text, (_html(title, [section]) if html else None)
+
+
+def _history_section(frame: pd.DataFrame, priced: bool) -> Section:
+    level = float(frame["level"].iloc[0])
+    shown = pd.DataFrame(
+        {
+            "run": frame["run_id"].astype(str),
+            "started": frame["started_at"].map(lambda t: f"{t:%Y-%m-%d %H:%M}"),
+            "status": frame["status"].astype(str),
+            "variant": frame["variant"].astype(str),
+            "model": frame["model"].astype(str),
+            "cases": frame["cases"].map(lambda v: "" if pd.isna(v) else f"{v:g}"),
+            "repeats": frame["repeats"].map(lambda v: "" if pd.isna(v) else f"{v:.3g}"),
+            "rate": frame["estimate"].map(number),
+            "interval": [
+                interval_text(lo, hi, level)
+                for lo, hi in zip(frame["low"], frame["high"], strict=True)
+            ],
+            "vs previous": [
+                "" if pd.isna(d) else f"{signed(d)} ({interval_text(lo, hi, level)})"
+                for d, lo, hi in zip(
+                    frame["diff"], frame["diff_low"], frame["diff_high"], strict=True
+                )
+            ],
+            "change": frame["change"].fillna("").astype(str),
+        }
+    )
+    if priced:
+        shown["cost $"] = frame["cost"].map(lambda v: "" if pd.isna(v) else f"{v:.6f}")
+    notes = [
+        "rate: suite rate of each run (mean of per-case rates, interval across cases); "
+        "change: each run against the run before it, paired per case on the cases both "
+        "ran (compare_runs); 'no change shown' is not proof of no change",
+        f"server: {', '.join(sorted(set(frame['server'].astype(str))))}",
+    ]
+    notes += sorted({f"{r.run_id}, {r.variant}: {r.note}" for r in frame.itertuples() if r.note})
+    draw = Plot(
+        "Suite rate of each run per variant with its interval; rings mark the moves found",
+        lambda: _plots().plot_history(frame),
+    )
+    return Section("History", shown, notes, [draw])
 
 
 def _text(title: str, sections: list[Section]) -> str:
@@ -431,6 +510,29 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
 def _compare_plot(result: pd.DataFrame, cases: pd.DataFrame, variants: list[str]) -> Any:
     plots = _plots()
     return plots.plot_compare(result, cases, colors=plots.variant_colors(variants))
+
+
+def _cost_section(run: Run, prices: Prices | str | os.PathLike[str]) -> Section:
+    table = costs(run, prices)
+    total = costs(run, prices, by=None).assign(variant="all")
+    table = pd.concat([table, total], ignore_index=True)
+    shown = pd.DataFrame(
+        {
+            "variant": table["variant"].astype(str),
+            "samples": table["samples"].astype(str),
+            "prompt tokens": table["prompt_tokens"].map(lambda v: f"{v:,}"),
+            "completion tokens": table["completion_tokens"].map(lambda v: f"{v:,}"),
+            "unpriced": table["unpriced"].astype(str),
+            "cached": table["cached"].astype(str),
+            "cost $": table["cost"].map(lambda v: f"{v:.6f}"),
+        }
+    )
+    notes = [
+        "dollars from the token counts stored per sample and the price table given; a "
+        "sample served from the development cache cost nothing"
+    ]
+    notes += sorted({str(n) for n in table["note"] if n})
+    return Section("Cost", shown, notes)
 
 
 def _latency_section(run: Run) -> Section:

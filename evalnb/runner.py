@@ -28,12 +28,15 @@ from evalnb._exceptions import TargetError
 from evalnb._numbers import is_whole
 from evalnb._sync import run_sync
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
+from evalnb.budget import Budget
 from evalnb.cases import file_sha256, load_cases
 from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases, checks_for
 from evalnb.checks.judge import JUDGE
 from evalnb.evidence import canonical_answer, evidence_from
 from evalnb.manifest import check_resume, check_same_target, new_manifest, now
+from evalnb.prices import Prices, sample_cost
 from evalnb.targets import Target
+from evalnb.targets.cache import ResponseCache
 
 __all__ = ["RunResult", "arun", "plan", "run"]
 
@@ -92,6 +95,8 @@ class RunResult:
     latencies: dict[str, list[float]] = field(default_factory=dict)
     checks: dict[str, dict[str, tuple[int, int]]] = field(default_factory=dict)
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    costs: dict[str, tuple[float, int]] = field(default_factory=dict)
+    stopped: dict[str, Any] | None = None
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per variant: completed, total, latency (lower median, nearest-rank p95),
@@ -119,6 +124,8 @@ class RunResult:
     def summary(self) -> str:
         """A one-screen text summary; never shows answers."""
         lines = [f"run {self.run_id} ({self.status}): {self.path}"]
+        if self.stopped is not None:
+            lines.append(f"  stopped: {_stop_text(self.stopped)}")
         width = max((len(v) for v in self.counts), default=7)
         for row in self.rows():
             incomplete = ", ".join(f"{s} {n}" for s, n in row["incomplete"].items())
@@ -134,6 +141,7 @@ class RunResult:
             ]
             for start in range(0, len(tallies), 5):
                 lines.append(f"  {'':<{width}}  " + "  ".join(tallies[start : start + 5]))
+        lines += _cost_lines(self.costs, width)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -222,7 +230,9 @@ class _Execution:
         flush_every: int,
         flush_seconds: float,
         canonical: Callable[[str, Case], str | None],
+        budget: Budget | None = None,
     ) -> None:
+        self.budget = budget
         self.target = target
         self.canonical = canonical
         self.writer = writer
@@ -301,6 +311,8 @@ class _Execution:
         for result in await arun_checks(self.checks[case.id], sample):
             self.results.append((sample, result))
         self.samples.append(sample)
+        if self.budget is not None:
+            self.budget.add_sample(sample)
         if not sample.completed:
             self.incomplete += 1
         if (
@@ -325,6 +337,8 @@ class _Execution:
         async def worker() -> None:
             shown = 0
             for order, (case, variant, repeat) in queue:
+                if self.budget is not None and self.budget.reached:
+                    return  # no new sample; the ones in flight finish and are recorded
                 sample = await self.attempt(case, variant, repeat, order)
                 await self.record(case, sample)
                 bar.update(1)
@@ -364,6 +378,10 @@ async def arun(
     defaults: Mapping[str, Any] | None = None,
     cluster: Any = None,
     shard_size: int = 100,
+    max_cost: float | None = None,
+    max_tokens: int | None = None,
+    prices: Prices | str | os.PathLike[str] | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Async form of :func:`run`, with the same parameters; await it in a running loop."""
     cases_file: dict[str, Any] | None = None
@@ -407,6 +425,13 @@ async def arun(
         raise ValueError("cases have 'judge' checks: pass judge=<target> (the judge model)")
     if judge is not None and not callable(getattr(judge, "complete", None)):
         raise TypeError(f"'judge' must have an async complete(request) method; got {judge!r}")
+    if cluster is not None and (max_cost is not None or max_tokens is not None or cache):
+        # Each shard runs apart: neither a budget nor a cache is shared across them yet.
+        raise ValueError(
+            "'max_cost', 'max_tokens' and 'cache' work on one machine; not with 'cluster'"
+        )
+    budget = Budget(max_cost, max_tokens, prices)
+    cached = None if cache is None else ResponseCache(target, cache)
     planned = plan(cases, variants, repeats, order, seed)
     started = now()
 
@@ -451,6 +476,7 @@ async def arun(
         # Written before the target is probed (which may take its whole timeout), so a
         # kill at any moment leaves a run that --resume can finish.
         store.write_json_atomic(path / "manifest.json", manifest)
+    _start_budget(manifest, budget, path if resume else None)
     if on_start is not None:
         on_start(path)
 
@@ -483,7 +509,7 @@ async def arun(
             if (entry[0].id, entry[1].name, entry[2]) not in done
         ]
         execution = _Execution(
-            target,
+            cached or target,
             store.RunWriter(path),
             run_id,
             by_case,
@@ -491,6 +517,7 @@ async def arun(
             flush_every,
             flush_seconds,
             canonical or _default_canonical,
+            budget,
         )
         token = JUDGE.set(counted_judge)
         bar = tqdm(
@@ -509,7 +536,7 @@ async def arun(
                 await sharded.execute(
                     execution, pending, concurrency, str(path), counted_judge, bar
                 )
-            status = "complete"
+            status = "interrupted" if budget.reached else "complete"
         finally:
             JUDGE.reset(token)
             bar.close()
@@ -517,8 +544,10 @@ async def arun(
             if counted_judge is not None:
                 manifest.setdefault("judge", {"calls": 0})["calls"] += counted_judge.calls
             manifest.update(status=status, ended_at=now().isoformat())
+            _end_budget(manifest, budget)
+            _end_cache(manifest, cached)
             store.write_json_atomic(path / "manifest.json", manifest)
-    return _result(path, run_id, variants)
+    return _result(path, run_id, variants, status, budget)
 
 
 async def _describe(target: Any) -> dict[str, Any]:
@@ -526,7 +555,83 @@ async def _describe(target: Any) -> dict[str, Any]:
     return await describe() if describe else {"type": type(target).__name__}
 
 
-def _result(path: Path, run_id: str, variants: Sequence[Variant]) -> RunResult:
+def _start_budget(manifest: dict[str, Any], budget: Budget, resumed: Path | None) -> None:
+    """Record this session's limits; on a resume, count what the run has spent already and
+    keep the earlier session's stop with that resume."""
+    if resumed is not None:
+        stopped = manifest.pop("stopped", None)
+        if stopped is not None:
+            manifest["resumes"][-1]["after_stop"] = stopped
+        if budget.active:
+            columns = ["status", "model", "prompt_tokens", "completion_tokens", "total_tokens"]
+            spent = store.read_table(resumed, "samples", [*columns, "cached"])
+            for row in spent.to_pylist():
+                budget.add(row)
+    if budget.active or budget.prices:
+        manifest["budget"] = budget.limits()
+    else:
+        manifest.pop("budget", None)
+
+
+def _end_budget(manifest: dict[str, Any], budget: Budget) -> None:
+    stopped = budget.record()
+    if stopped is not None:
+        manifest["stopped"] = stopped
+
+
+def _end_cache(manifest: dict[str, Any], cached: ResponseCache | None) -> None:
+    """Record that a cache served this run, with its hits and misses over every session."""
+    if cached is None:
+        return
+    earlier = manifest.get("cache") or {}
+    record = cached.record()
+    for count in ("hits", "misses"):
+        record[count] += earlier.get(count, 0)
+    manifest["cache"] = record
+
+
+def _stop_text(stopped: Mapping[str, Any]) -> str:
+    reason = stopped.get("reason")
+    if reason == "max_cost":
+        return f"max_cost reached: ${stopped['spent']:.6g} spent of ${stopped['limit']:.6g}"
+    if reason == "max_tokens":
+        return f"max_tokens reached: {stopped['spent']:,} tokens of {stopped['limit']:,}"
+    return f"{reason}: {stopped.get('detail', '')}"
+
+
+def _cost_lines(costs: Mapping[str, tuple[float, int]], width: int) -> list[str]:
+    if not costs:
+        return []
+    lines = []
+    for variant, (dollars, unpriced) in costs.items():
+        note = f" ({unpriced} unpriced samples: a lower bound)" if unpriced else ""
+        lines.append(f"  {variant:<{width}}  cost ${dollars:.6g}{note}")
+    total = sum(d for d, _ in costs.values())
+    unpriced = sum(u for _, u in costs.values())
+    note = " (a lower bound)" if unpriced else ""
+    lines.append(f"  {'run':<{width}}  cost ${total:.6g}{note}")
+    return lines
+
+
+def _costs(path: Path, variants: Sequence[Variant], prices: Prices) -> dict[str, tuple[float, int]]:
+    """Dollars and unpriced samples per variant; a sample served from a cache cost nothing."""
+    columns = ["variant", "model", "prompt_tokens", "completion_tokens", "cached"]
+    dollars = {v.name: 0.0 for v in variants}
+    unpriced = {v.name: 0 for v in variants}
+    for row in store.read_table(path, "samples", columns).to_pylist():
+        if row["cached"]:
+            continue
+        cost = sample_cost(prices, row["model"], row["prompt_tokens"], row["completion_tokens"])
+        if cost is None:
+            unpriced[row["variant"]] += 1
+        else:
+            dollars[row["variant"]] += cost
+    return {v: (dollars[v], unpriced[v]) for v in dollars}
+
+
+def _result(
+    path: Path, run_id: str, variants: Sequence[Variant], run_status: str, budget: Budget
+) -> RunResult:
     """Counts over every sample of the run, earlier sessions of a resumed run included."""
     written = store.read_table(path, "samples", ["variant", "status", "latency_ms"])
     counts: dict[str, Counter[str]] = {v.name: Counter() for v in variants}
@@ -550,7 +655,10 @@ def _result(path: Path, run_id: str, variants: Sequence[Variant]) -> RunResult:
             scored[variant].setdefault(check, []).append(score)
     tallies = {v: {c: (k, n) for c, (k, n) in t.items()} for v, t in checks.items()}
     means = {v: {c: statistics.fmean(s) for c, s in t.items()} for v, t in scored.items()}
-    return RunResult(path, run_id, "complete", counts, latencies, tallies, means)
+    costs = _costs(path, variants, budget.prices) if budget.prices else {}
+    return RunResult(
+        path, run_id, run_status, counts, latencies, tallies, means, costs, budget.record()
+    )
 
 
 def run(
@@ -576,6 +684,10 @@ def run(
     defaults: Mapping[str, Any] | None = None,
     cluster: Any = None,
     shard_size: int = 100,
+    max_cost: float | None = None,
+    max_tokens: int | None = None,
+    prices: Prices | str | os.PathLike[str] | None = None,
+    cache: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Run every case for every variant ``repeats`` times against ``target``.
 
@@ -620,6 +732,17 @@ def run(
             the pending keys run there as shards (``evalnb.distributed``); every worker
             must see ``out`` at the same path. Default: run here.
         shard_size: samples per shard on a cluster; each shard commits atomically.
+        max_cost: stop the run once the finished samples cost this many dollars (needs
+            ``prices``): no new sample starts, the ones in flight finish, the run is marked
+            ``interrupted`` with ``stopped`` in its manifest, and ``resume`` finishes it (a
+            resume may raise the limit; what the run spent before counts).
+        max_tokens: the same for prompt + completion tokens.
+        prices: a price table (TOML file, or model -> (input, output) dollars per million
+            tokens): needed by ``max_cost``; with it the summary shows what the run cost.
+        cache: a development cache directory (off by default; an ``OpenAIChat`` target
+            only): completions are stored keyed by the exact request body and the repeat
+            index, and served from there next time (the sample's ``cached`` column says so;
+            the manifest's ``cache`` counts hits and misses). Never the API key or headers.
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
@@ -648,6 +771,10 @@ def run(
                 defaults=defaults,
                 cluster=cluster,
                 shard_size=shard_size,
+                max_cost=max_cost,
+                max_tokens=max_tokens,
+                prices=prices,
+                cache=cache,
             )
         ),
     )

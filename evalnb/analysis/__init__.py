@@ -13,6 +13,7 @@ from evalnb.analysis.compare import compare, compare_cases
 from evalnb.analysis.cost import costs, load_prices
 from evalnb.analysis.frames import Run, load
 from evalnb.analysis.gate import GatePolicy, format_gate, gate
+from evalnb.analysis.history import history
 from evalnb.analysis.latency import latency
 from evalnb.analysis.power import power
 from evalnb.analysis.ppi import ppi_compare, ppi_rate
@@ -33,6 +34,7 @@ __all__ = [
     "costs",
     "format_gate",
     "gate",
+    "history",
     "latency",
     "load",
     "load_prices",

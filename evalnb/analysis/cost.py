@@ -10,65 +10,19 @@ file, US dollars per million tokens, one table per model name as the server repo
 
 from __future__ import annotations
 
-import math
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from evalnb.analysis import _args
 from evalnb.analysis.frames import Run
+from evalnb.prices import load_prices
 
 __all__ = ["costs", "load_prices"]
 
-_SIDES = ("input", "output")
 _TOKENS = ["prompt_tokens", "completion_tokens"]
-
-
-def load_prices(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
-    """The price table in ``path``: model -> (input, output) dollars per million tokens."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the price table ({exc.strerror})") from None
-    try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: not valid TOML ({exc})") from None
-    models = table.get("models")
-    if not isinstance(models, dict) or not models:
-        raise ValueError(
-            f"{path}: must have a [models.\"NAME\"] table per model with 'input' and "
-            f"'output' prices per million tokens; got keys {sorted(table)!r}"
-        )
-    prices = {}
-    for model, entry in models.items():
-        if not isinstance(entry, dict):
-            raise ValueError(f"{path}: 'models.{model}' must be a table; got {entry!r}")
-        values = []
-        for side in _SIDES:
-            value = entry.get(side)
-            if (
-                not isinstance(value, int | float)
-                or isinstance(value, bool)
-                or not math.isfinite(value)
-                or value < 0
-            ):
-                raise ValueError(
-                    f"{path}: 'models.{model}.{side}' must be a price >= 0 (dollars per "
-                    f"million tokens); got {value!r}"
-                )
-            values.append(float(value))
-        unknown = sorted(set(entry) - set(_SIDES))
-        if unknown:
-            raise ValueError(
-                f"{path}: 'models.{model}' keys must be 'input' and 'output'; got {unknown!r}"
-            )
-        prices[str(model)] = (values[0], values[1])
-    return prices
 
 
 def costs(
@@ -81,16 +35,22 @@ def costs(
 
     A sample is priced by its ``model`` (as the server reported it). A sample without
     token counts, or of a model the table lacks, is ``unpriced``: it adds nothing to
-    ``cost``, which is then a lower bound, and ``note`` says so.
+    ``cost``, which is then a lower bound, and ``note`` says so. A sample served from a
+    development cache (``cached``) cost nothing: it is priced at zero and counted in
+    ``cached``.
 
     Returns:
         DataFrame, one row per group: the ``by`` keys, ``samples``, ``prompt_tokens``,
-        ``completion_tokens``, ``priced``, ``unpriced``, ``cost`` (dollars) and ``note``.
+        ``completion_tokens``, ``priced``, ``unpriced``, ``cached``, ``cost`` (dollars) and
+        ``note``.
     """
     if not isinstance(prices, Mapping):
         prices = load_prices(prices)
     by = _args.names("by", by)
-    frame = data.table("samples", ["model", *_TOKENS, *by]) if isinstance(data, Run) else data
+    if isinstance(data, Run):
+        frame = data.table("samples", ["model", *_TOKENS, "cached", *by])
+    else:
+        frame = data
     missing = [c for c in ["model", *_TOKENS, *by] if c not in frame.columns]
     if missing:
         raise ValueError(
@@ -102,6 +62,12 @@ def costs(
     tokens_in = frame["prompt_tokens"].astype(float)
     tokens_out = frame["completion_tokens"].astype(float)
     cost = (tokens_in * rate_in + tokens_out * rate_out) / 1e6
+    cached = (
+        frame["cached"].astype("boolean").fillna(False).astype(bool)
+        if "cached" in frame.columns
+        else pd.Series(False, index=frame.index)
+    )
+    cost = cost.mask(cached, 0.0)
     work = pd.DataFrame(
         {
             **{key: frame[key] for key in by},
@@ -109,6 +75,7 @@ def costs(
             "prompt_tokens": tokens_in.fillna(0).astype(np.int64),
             "completion_tokens": tokens_out.fillna(0).astype(np.int64),
             "priced": cost.notna().astype(np.int64),
+            "cached": cached.astype(np.int64),
             "cost": cost.fillna(0.0),
         }
     )
@@ -117,12 +84,12 @@ def costs(
     else:
         out = work.sum().to_frame().T.astype(work.dtypes.to_dict())
     out["unpriced"] = out["samples"] - out["priced"]
-    unknown = sorted({str(m) for m in model.dropna() if m not in prices})
+    unknown = sorted({str(m) for m in model[~cached].dropna() if m not in prices})
     out["note"] = np.where(
         out["unpriced"] > 0,
         "cost is a lower bound: unpriced samples (no token counts, or a model the table "
         f"lacks{': ' + ', '.join(unknown) if unknown else ''})",
         "",
     )
-    columns = [*by, "samples", "prompt_tokens", "completion_tokens", "priced", "unpriced"]
-    return out[[*columns, "cost", "note"]]
+    tokens = ["prompt_tokens", "completion_tokens"]
+    return out[[*by, "samples", *tokens, "priced", "unpriced", "cached", "cost", "note"]]

@@ -28,7 +28,12 @@ __all__ = [
 def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``evalnb report`` arguments to ``parser`` (a subcommand parser)."""
     parser.add_argument(
-        "run", nargs="+", metavar="RUN_DIR", help="run directory (several load as one)"
+        "run", nargs="*", metavar="RUN_DIR", help="run directory (several load as one)"
+    )
+    parser.add_argument(
+        "--history",
+        metavar="DIR",
+        help="instead: every run under DIR in time order, each against the one before",
     )
     parser.add_argument("--html", metavar="FILE", help="also write the report as an HTML page")
     parser.add_argument(
@@ -41,6 +46,11 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--check", default=ALL, metavar="NAME", help="check to report (default: all)"
     )
     parser.add_argument("--level", type=float, default=0.95, metavar="L", help="confidence level")
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="price table (TOML, dollars per million tokens): add what each variant cost",
+    )
     return parser
 
 
@@ -53,12 +63,19 @@ def report_command(
 
 def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None) -> int:
     from evalnb.analysis import load
-    from evalnb.report import render_report
+    from evalnb.report import render_history, render_report
     from evalnb.store import write_text_file
 
-    options = {"baseline": args.baseline, "check": args.check, "level": args.level}
-    run = load(args.run)
-    text, page = render_report(run, html=bool(args.html), markdown=args.markdown, **options)
+    if bool(args.run) == bool(args.history):
+        raise UsageError("give run directories or --history DIR (not both)")
+    shown = {"html": bool(args.html), "markdown": args.markdown, "prices": args.prices}
+    if args.history:
+        if args.baseline:
+            raise UsageError("--baseline compares variants of one run; not with --history")
+        text, page = render_history(args.history, check=args.check, level=args.level, **shown)
+    else:
+        options = {"baseline": args.baseline, "check": args.check, "level": args.level}
+        text, page = render_report(load(args.run), **shown, **options)
     if page is not None:
         try:
             write_text_file(args.html, page)

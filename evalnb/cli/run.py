@@ -82,6 +82,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--request-timeout", type=float, help="per-request / per-process timeout (s)")
     p.add_argument("--out", help="run directory to create (default runs/run-<time>-<hex>)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
+    _budget_and_cache_arguments(p)
     _progress_arguments(p)
     p.add_argument(
         "--dask",
@@ -98,6 +99,53 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "never gets the target's key)",
     )
     return p
+
+
+def _budget_and_cache_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="stop the run (resumable) once finished samples cost this much; needs --prices",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="stop the run (resumable) once finished samples used N tokens",
+    )
+    p.add_argument(
+        "--prices", metavar="FILE", help="price table (TOML, dollars per million tokens)"
+    )
+    p.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="development cache: store responses by request body and repeat, reuse them",
+    )
+
+
+def _budget_and_cache(args: argparse.Namespace) -> dict[str, Any]:
+    if args.max_cost is not None and args.prices is None:
+        raise UsageError("--max-cost needs --prices FILE (the price table, TOML)")
+    return {
+        "max_cost": args.max_cost,
+        "max_tokens": args.max_tokens,
+        "prices": args.prices,
+        "cache": args.cache,
+    }
+
+
+def _stopped_note(result: Any, argv: Sequence[str], resumed: bool) -> None:
+    """After a budget stop: say so and how to finish the run (stderr; the exit stays 0,
+    the run did what it was asked, and ``gate`` refuses an interrupted run)."""
+    if result.stopped is None:
+        return
+    again = shlex.join(["evalnb", *argv, *([] if resumed else ["--resume"])])
+    print(
+        "the budget stopped the run; what finished is saved. Resume (raise the limit to go "
+        f"further) with:\n  {again}",
+        file=sys.stderr,
+    )
 
 
 def _progress_arguments(p: argparse.ArgumentParser) -> None:
@@ -212,6 +260,7 @@ def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    budget = _budget_and_cache(args)
     experiment = load_experiment(resolve(args.experiment, ".toml")) if args.experiment else None
     cases = resolve(args.cases, ".jsonl") if args.cases else None
     cases = cases or (experiment.cases if experiment else None)
@@ -281,6 +330,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
                     progress=show_progress(args),
                     command=["evalnb", *argv],
                     on_start=lambda path: print(f"writing {path}", file=sys.stderr),
+                    **budget,
                     **settings,
                 )
             except KeyboardInterrupt:
@@ -291,6 +341,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 )
                 return 130
     print(result.summary())
+    _stopped_note(result, argv, args.resume)
     return 0
 
 

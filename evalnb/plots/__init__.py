@@ -1,4 +1,5 @@
-"""Plots over the analysis frames: intervals, comparisons, agreement, latency, power.
+"""Plots over the analysis frames: intervals, comparisons, agreement, latency, power,
+history.
 
 Each function takes a frame (or a Run), draws on ``ax`` or on a new figure sized to
 its rows, and returns the Axes; none changes matplotlib's global settings. Variants
@@ -11,6 +12,7 @@ colour blindness; long case ids are shortened with an ellipsis and stay unique.
 from evalnb.plots._base import render_png, variant_colors
 from evalnb.plots.agreement import plot_agreement
 from evalnb.plots.compare import plot_compare
+from evalnb.plots.history import plot_history
 from evalnb.plots.intervals import plot_intervals
 from evalnb.plots.latency import plot_latency
 from evalnb.plots.power import plot_power
@@ -18,6 +20,7 @@ from evalnb.plots.power import plot_power
 __all__ = [
     "plot_agreement",
     "plot_compare",
+    "plot_history",
     "plot_intervals",
     "plot_latency",
     "plot_power",

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from evalnb.store.lock import RunLock
 from evalnb.store.rundir import open_private, replace_atomically
-from evalnb.store.schema import KEY, TABLES
+from evalnb.store.schema import ADDED_COLUMNS, KEY, TABLES
 from evalnb.store.shards import committed_shard_parts, is_shard_part
 
 __all__ = ["QUARANTINE", "Problem", "diagnose", "repair"]
@@ -61,7 +61,7 @@ def _unreadable(path: Path, schema: pa.Schema) -> str | None:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
         return f"cannot be read as Parquet ({str(exc).splitlines()[0][:160]})"
-    missing = [name for name in schema.names if name not in table.column_names]
+    missing = [n for n in schema.names if n not in table.column_names and n not in ADDED_COLUMNS]
     if missing:
         return f"lacks the columns {missing!r}"
     return None

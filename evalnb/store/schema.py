@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 __all__ = [
+    "ADDED_COLUMNS",
     "CHECKS_SCHEMA",
     "KEY",
     "SAMPLES_SCHEMA",
@@ -93,9 +94,20 @@ SAMPLES_SCHEMA = pa.schema(
             "Shuffled multiple choice: the case's choices in the order shown, as indexes "
             "(null: as written).",
         ),
+        _field(
+            "cached",
+            pa.bool_(),
+            "True: served from the development cache (--cache); false: asked of the target "
+            "with a cache in use; null: no cache, no completion, or a run from before the "
+            "column.",
+        ),
     ],
     metadata=_META,
 )
+
+#: Columns added after the table's first release: parts written before them lack them and
+#: read as null (they are never a sign of a damaged part).
+ADDED_COLUMNS = frozenset({"cached"})
 
 CHECKS_SCHEMA = pa.schema(
     [
