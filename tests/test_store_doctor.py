@@ -263,3 +263,24 @@ def test_a_damaged_scoring_or_verdicts_part_leaves_the_rest_readable(tmp_path: P
     for name in ("part-bad-000000.parquet", "broken/scoring.json", "undated/scoring.json"):
         assert name in messages
     assert f"evalnb doctor {run_dir} --repair" in messages
+
+
+def test_doctor_notes_a_run_whose_writer_was_killed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SIGKILLed runner leaves its manifest saying 'running'; with no lock held, doctor
+    says so (a note: nothing to quarantine) and how to finish it; while a writer holds the
+    lock it says nothing."""
+    from evalnb.store.doctor import stopped_writer
+
+    run_dir = make_run(tmp_path / "run")
+    assert stopped_writer(run_dir) is None  # complete
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    (run_dir / "manifest.json").write_text(json.dumps({**manifest, "status": "running"}))
+    with RunLock(run_dir, "run"):
+        assert stopped_writer(run_dir) is None
+    assert main(["doctor", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "no problems found" in out
+    assert "note: the manifest says 'running' but no process is writing the run" in out
+    assert "--resume" in out

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from evalnb.cli._common import EXIT_FAILED, EXIT_OK, UsageError
-from evalnb.store.doctor import QUARANTINE, diagnose, repair
+from evalnb.store.doctor import QUARANTINE, diagnose, repair, stopped_writer
 
 __all__ = ["add_doctor_arguments", "doctor_command"]
 
@@ -32,6 +32,9 @@ def doctor_command(args: argparse.Namespace, stdout: TextIO | None = None) -> in
     problems = repair(args.run_dir) if args.repair else diagnose(args.run_dir)
     for problem in problems:
         print(str(problem), file=out)
+    note = stopped_writer(args.run_dir)
+    if note:
+        print(f"{args.run_dir}: note: {note}", file=out)
     left = [p for p in problems if p.kind == "manifest" or not args.repair]
     if not problems:
         print(f"{args.run_dir}: no problems found", file=out)

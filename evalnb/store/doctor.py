@@ -25,12 +25,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from evalnb._exceptions import StoreError
 from evalnb.store.lock import RunLock
 from evalnb.store.rundir import open_private, replace_atomically
 from evalnb.store.schema import ADDED_COLUMNS, KEY, TABLES
 from evalnb.store.shards import committed_shard_parts, is_shard_part
 
-__all__ = ["QUARANTINE", "Problem", "diagnose", "repair"]
+__all__ = ["QUARANTINE", "Problem", "diagnose", "repair", "stopped_writer"]
 
 QUARANTINE = "quarantine"
 
@@ -139,6 +140,27 @@ def diagnose(run_dir: str | os.PathLike[str]) -> list[Problem]:
     skip = {p.path for p in problems}
     problems += [problem for problem, _ in _duplicates(run_dir, skip)]
     return problems
+
+
+def stopped_writer(run_dir: str | os.PathLike[str]) -> str | None:
+    """A note when the manifest says ``running`` but no process holds the run's lock: its
+    writer was killed before it could record how it ended (nothing to repair: resume it)."""
+    run_dir = Path(run_dir)
+    try:
+        status = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["status"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return None
+    if status != "running":
+        return None
+    try:
+        with RunLock(run_dir, "doctor"):
+            pass
+    except StoreError:
+        return None  # a writer is at work: running is the truth
+    return (
+        "the manifest says 'running' but no process is writing the run: it was stopped "
+        "before it could record how it ended; resume it (--resume / resume=True)"
+    )
 
 
 def _move(run_dir: Path, path: Path, into: Path) -> None:
