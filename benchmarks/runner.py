@@ -216,17 +216,17 @@ def main() -> None:
                 args.rounds,
             )
     best = {name: min(t) for name, t in {**a, **b}.items()}
-    median = {name: median(t) for name, t in {**a, **b}.items()}
+    medians = {name: median(t) for name, t in {**a, **b}.items()}
     ra, ba = best["runner"], best["baseline"]
     print(f"\nbest of {args.rounds} rounds (median in brackets)\n")
     print(
-        f"(a) 20,000 samples, Function target: {ra:.2f} s ({median['runner']:.2f}), "
+        f"(a) 20,000 samples, Function target: {ra:.2f} s ({medians['runner']:.2f}), "
         f"{20_000 / ra:,.0f} samples/s; bare loop + Parquet {ba:.2f} s; target >= 5,000/s"
     )
     print(f"\n| (b) {n:,} requests, {IN_FLIGHT} in flight | best | median | req/s (best) |")
     print("|---|---|---|---|")
     for name in b:
-        print(f"| {name} | {best[name]:.2f} s | {median[name]:.2f} s | {n / best[name]:,.0f} |")
+        print(f"| {name} | {best[name]:.2f} s | {medians[name]:.2f} s | {n / best[name]:,.0f} |")
     runner = best["runner, aiohttp"]
     print()
     for of, baseline in [
@@ -236,7 +236,7 @@ def main() -> None:
         ("runner, httpx", "bare httpx"),
         ("runner, aiohttp", "runner, httpx"),
     ]:
-        ratio, middle = best[baseline] / best[of], median[baseline] / median[of]
+        ratio, middle = best[baseline] / best[of], medians[baseline] / medians[of]
         print(f"{of} / {baseline}: {ratio:.2f} (medians: {middle:.2f})")
     print(f"\ngoal: runner / bare aiohttp >= 0.5: {best['bare aiohttp'] / runner:.2f}")
     print("\nall rounds (s):", {k: [round(x, 2) for x in v] for k, v in {**a, **b}.items()})

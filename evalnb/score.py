@@ -104,6 +104,13 @@ async def ascore(
     """Async form of :func:`score`, with the same parameters."""
     run_dir = Path(run_dir)
     store.read_manifest(run_dir)  # not a run: say so before taking its lock
+    # Mistakes in the arguments are said before the lock is taken (nothing is touched).
+    if label is not None and (not set(label) <= _LABEL_CHARS or label == "run"):
+        raise ValueError(
+            f"'label' must use letters, digits, '-', '_' or '.' and not be 'run'; got {label!r}"
+        )
+    if isinstance(cases, str | os.PathLike):
+        load_cases(cases)  # a missing or bad file is a located error
     # One writer at a time: a run still being written (or resumed) is not scored under it.
     with store.RunLock(run_dir, "score"):
         return await _score_locked(run_dir, cases, checks, label, judge, partial)

@@ -73,10 +73,10 @@ def make_parents(path: Path) -> None:
 
 
 def write_text_file(path: str | os.PathLike[str], text: str) -> None:
-    """Write an output file a user asked for (a report, a JUnit file): readable by others,
-    writable only by its owner (``0644`` at most, whatever the umask)."""
+    """Write an output file a user asked for (a report, a JUnit file) into an existing
+    folder: readable by others, writable only by its owner (``0644`` at most, whatever the
+    umask)."""
     path = Path(path)
-    make_parents(path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         os.fchmod(handle.fileno(), 0o644 & ~_umask())
