@@ -122,6 +122,8 @@ _SUBMODULES = frozenset(
         "checks",
         "cli",
         "evidence",
+        "export",
+        "importers",
         "plots",
         "report",
         "review",

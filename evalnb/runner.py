@@ -444,6 +444,7 @@ async def arun(
         # Written before the target is probed (which may take its whole timeout), so a
         # kill at any moment leaves a run that --resume can finish.
         store.write_json_atomic(path / "manifest.json", manifest)
+        store.RunWriter(path).write_cases(cases)
     if on_start is not None:
         on_start(path)
 

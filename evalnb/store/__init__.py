@@ -6,7 +6,8 @@
       manifest.json            what produced the run
       samples/part-*.parquet   one row per sample
       checks/part-*.parquet    one row per (sample, check), long format
-      verdicts/part-*.parquet  one row per saved verdict (append-only)
+      verdicts/part-*.parquet  one row per saved verdict (append-only); schema.parquet empty
+      cases/part-*.parquet     one row per case (the manifest's definitions, as a table)
       scores/<label>/          a rescoring: part-*.parquet like checks/, then scoring.json
 
 Every file is written under a temporary name and renamed, so a crash never leaves a
@@ -27,6 +28,7 @@ from evalnb.store.rundir import (
     write_json_atomic,
 )
 from evalnb.store.schema import (
+    CASES_SCHEMA,
     CHECKS_SCHEMA,
     KEY,
     SAMPLES_SCHEMA,
@@ -36,9 +38,10 @@ from evalnb.store.schema import (
     VERDICTS_SCHEMA,
     schema_markdown,
 )
-from evalnb.store.writer import RunWriter, checks_table, samples_table
+from evalnb.store.writer import RunWriter, cases_table, checks_table, samples_table
 
 __all__ = [
+    "CASES_SCHEMA",
     "CHECKS_SCHEMA",
     "KEY",
     "SAMPLES_SCHEMA",
@@ -48,6 +51,7 @@ __all__ = [
     "VERDICTS_SCHEMA",
     "RunLock",
     "RunWriter",
+    "cases_table",
     "checks_table",
     "create_run_dir",
     "read_manifest",
