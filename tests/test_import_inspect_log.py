@@ -119,3 +119,36 @@ def test_a_sample_with_an_error_is_incomplete_and_fails_its_scorers(tmp_path: Pa
     assert check["outcome"].tolist() == [False] and "incomplete" in check["detail"].iloc[0]
     rates = evalnb.rates(run, by="variant")
     assert rates.loc[rates["check"] == "model_graded_fact", "incomplete"].tolist() == [1]
+
+
+PROMPTFOO = Path(__file__).parent / "data" / "peers" / "promptfoo_results"
+
+
+def test_promptfoo_results_early_format(tmp_path: Path) -> None:
+    source = PROMPTFOO / "simple-test-output.json"
+    assert main(["import", "promptfoo-results", str(source), "--out", str(tmp_path / "run")]) == 0
+    run = evalnb.load(tmp_path / "run")
+    rows = json.loads(source.read_text())["results"]
+    assert len(run.samples) == len(rows) == 4
+    assert sorted(run.variants) == sorted({r["prompt"]["display"] for r in rows})
+    assert run.checks["outcome"].sum() == sum(r["success"] for r in rows)
+    assert run.samples["prompt_tokens"].sum() == 86  # the file's stats
+
+
+def test_promptfoo_results_repeats_errors_and_assertions(tmp_path: Path, capsys) -> None:
+    source = PROMPTFOO / "v3-repeat-output.json"
+    assert main(["import", "promptfoo-results", str(source), "--out", str(tmp_path / "run")]) == 0
+    run = evalnb.load(tmp_path / "run")
+    assert run.manifest["source"] == "promptfoo" and run.manifest["repeats"] == 2
+    assert sorted(run.samples["repeat"].tolist()) == [0, 0, 0, 0, 1, 1, 1, 1]
+    rows = json.loads(source.read_text())["results"]["results"]
+    passed = Counter()
+    for r in rows:
+        for c in (r.get("gradingResult") or {}).get("componentResults") or []:
+            passed[f"test-{r['testIdx'] + 1}"] += c["pass"] and not r.get("error")
+    assert _count_run(run)[0] == +passed
+    errored = run.samples[run.samples["status"] == "error"]
+    assert len(errored) == 1 and "429" in errored["error"].iloc[0]
+    assert main(["report", str(tmp_path / "run")]) == 0
+    assert "icontains" in capsys.readouterr().out
+    assert not evalnb.compare(run).empty

@@ -17,7 +17,7 @@ __all__ = [
     "import_command",
 ]
 
-IMPORT_FORMATS = ("promptfoo", "inspect", "openai-evals", "inspect-log")
+IMPORT_FORMATS = ("promptfoo", "inspect", "openai-evals", "inspect-log", "promptfoo-results")
 EXPORT_FORMATS = ("csv", "jsonl", "eee", "inspect-scores")
 
 
@@ -88,8 +88,10 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
         result = importers.import_openai_evals(
             args.source, args.out, eval_class=args.eval_class, repeats=args.repeats
         )
-    else:
+    elif args.format == "inspect-log":
         result = importers.import_inspect_log(args.source, args.out)
+    else:
+        result = importers.import_promptfoo_results(args.source, args.out)
     print(result.summary(), end="", file=stdout)
     return EXIT_OK
 

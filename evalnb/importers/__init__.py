@@ -10,6 +10,7 @@ from evalnb.importers.inspect_dataset import import_inspect
 from evalnb.importers.inspect_log import import_inspect_log
 from evalnb.importers.openai_evals import import_openai_evals
 from evalnb.importers.promptfoo import import_promptfoo
+from evalnb.importers.promptfoo_results import import_promptfoo_results
 
 __all__ = [
     "ImportResult",
@@ -18,4 +19,5 @@ __all__ = [
     "import_inspect_log",
     "import_openai_evals",
     "import_promptfoo",
+    "import_promptfoo_results",
 ]
