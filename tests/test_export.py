@@ -84,11 +84,11 @@ def _read_back(path: Path) -> list[dict]:
         "print(json.dumps([{'id': k[0], 'epoch': k[1], 'value': s.value,"
         " 'explanation': s.explanation} for k, s in found.items()]))\n"
     )
-    python = os.environ.get("EVALNB_INSPECT_PYTHON", sys.executable)
+    python = os.environ.get("INSPECT_AI_PYTHON", sys.executable)
     done = subprocess.run([python, "-c", code, str(path)], capture_output=True, text=True)
     if "No module named 'inspect_ai'" in done.stderr:
         pytest.skip(
-            "Inspect is not installed (pip install 'evalnb[inspect]' or set EVALNB_INSPECT_PYTHON)"
+            "Inspect is not installed (pip install 'evalnb[inspect]' or set INSPECT_AI_PYTHON)"
         )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
