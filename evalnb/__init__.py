@@ -142,6 +142,8 @@ _SUBMODULES = frozenset(
         "checks",
         "cli",
         "evidence",
+        "export",
+        "importers",
         "plots",
         "report",
         "review",

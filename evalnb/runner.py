@@ -447,6 +447,8 @@ async def arun(
         session = store.fence_shards(path, create=cluster is not None)
         manifest = store.read_manifest(path)
         check_resume(manifest, path, cases, variants, repeats, order, seed)
+        if not any((path / "cases").glob("part-*.parquet")):
+            store.RunWriter(path).write_cases(cases)  # killed before it wrote them, or older
         store.remove_orphan_parts(path)
         done = store.sample_keys(path)
         run_id = manifest["run_id"]
@@ -476,6 +478,7 @@ async def arun(
         # Written before the target is probed (which may take its whole timeout), so a
         # kill at any moment leaves a run that --resume can finish.
         store.write_json_atomic(path / "manifest.json", manifest)
+        store.RunWriter(path).write_cases(cases)
     _start_budget(manifest, budget, path if resume else None)
     if on_start is not None:
         on_start(path)

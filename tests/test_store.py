@@ -26,7 +26,7 @@ def test_run_directory_is_private_and_parts_are_0600(tmp_path):
     small_run(out)
     assert mode(out) == 0o700
     files = [p for p in out.rglob("*") if p.is_file()]
-    assert {p.parent.name for p in files} == {"one", "samples", "checks"}
+    assert {p.parent.name for p in files} == {"one", "samples", "checks", "cases", "verdicts"}
     assert all(mode(p) == 0o600 for p in files)
     assert all(mode(p) == 0o700 for p in out.rglob("*") if p.is_dir())
 

@@ -19,6 +19,12 @@ from evalnb.cli.analyse import (
     report_command,
 )
 from evalnb.cli.doctor import add_doctor_arguments, doctor_command
+from evalnb.cli.interop import (
+    add_export_arguments,
+    add_import_arguments,
+    export_command,
+    import_command,
+)
 from evalnb.cli.run import (
     add_demo_arguments,
     add_run_arguments,
@@ -47,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     add_doctor_arguments(
         sub.add_parser("doctor", help="find (and --repair) duplicates, orphans, unreadable files")
     )
+    add_import_arguments(
+        sub.add_parser("import", help="another tool's suite or log as cases or a run")
+    )
+    add_export_arguments(sub.add_parser("export", help="a run as CSV, JSONL, EEE, Inspect scores"))
     add_serve_arguments(
         sub.add_parser("serve-gguf", help="serve a real GGUF model with llama.cpp on 127.0.0.1")
     )
@@ -61,6 +71,8 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
     "gate": lambda args, argv: gate_command(args),
     "report": lambda args, argv: report_command(args),
     "doctor": lambda args, argv: doctor_command(args),
+    "import": lambda args, argv: import_command(args),
+    "export": lambda args, argv: export_command(args),
     "serve-gguf": lambda args, argv: serve_gguf_command(args),
 }
 

@@ -6,7 +6,8 @@
       manifest.json            what produced the run
       samples/part-*.parquet   one row per sample
       checks/part-*.parquet    one row per (sample, check), long format
-      verdicts/part-*.parquet  one row per saved verdict (append-only)
+      verdicts/part-*.parquet  one row per saved verdict (append-only); schema.parquet empty
+      cases/part-*.parquet     one row per case (the manifest's definitions, as a table)
       scores/<label>/          a rescoring: part-*.parquet like checks/, then scoring.json
       shards/                  commit markers of shards run elsewhere (store/shards.py)
 
@@ -31,6 +32,7 @@ from evalnb.store.rundir import (
     write_text_file,
 )
 from evalnb.store.schema import (
+    CASES_SCHEMA,
     CHECKS_SCHEMA,
     KEY,
     SAMPLES_SCHEMA,
@@ -46,9 +48,10 @@ from evalnb.store.shards import (
     fence_shards,
     shard_token,
 )
-from evalnb.store.writer import RunWriter, checks_table, samples_table
+from evalnb.store.writer import RunWriter, cases_table, checks_table, samples_table
 
 __all__ = [
+    "CASES_SCHEMA",
     "CHECKS_SCHEMA",
     "KEY",
     "SAMPLES_SCHEMA",
@@ -60,6 +63,7 @@ __all__ = [
     "PartialScoringWarning",
     "RunLock",
     "RunWriter",
+    "cases_table",
     "checks_table",
     "commit_shard",
     "committed_shard",

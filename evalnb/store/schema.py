@@ -6,6 +6,7 @@ import pyarrow as pa
 
 __all__ = [
     "ADDED_COLUMNS",
+    "CASES_SCHEMA",
     "CHECKS_SCHEMA",
     "KEY",
     "SAMPLES_SCHEMA",
@@ -139,6 +140,46 @@ VERDICTS_SCHEMA = pa.schema(
 
 TABLES = {"samples": SAMPLES_SCHEMA, "checks": CHECKS_SCHEMA, "verdicts": VERDICTS_SCHEMA}
 
+#: The case definitions, one row per case (also in the manifest): written once as a run
+#: starts, so other engines join samples and checks to cases without reading JSON.
+CASES_SCHEMA = pa.schema(
+    [
+        _field("run_id", pa.string(), "Run identifier.", False),
+        _field("case_id", pa.string(), "Case id from the cases file.", False),
+        _field("group", pa.string(), "Cluster key (the case id when not given).", False),
+        _field("split", pa.string(), "dev or heldout.", False),
+        _field("tags", pa.list_(pa.string()), "The case's tags."),
+        _field("target", pa.string(), "JSON of the reference answer(s); null when none."),
+        _field("choices", pa.list_(pa.string()), "Multiple-choice options; null when none."),
+        _field("vars", pa.string(), "JSON object of the template variables."),
+        _field("metadata", pa.string(), "JSON object of the case's metadata."),
+        _field("prompt", pa.string(), "The prompt text (null for a chat case)."),
+        _field("review", pa.string(), "Instruction for a human reviewer."),
+    ],
+    metadata=_META,
+)
+
+#: Files of a run directory besides the tables above, for the schema page.
+_OTHER_FILES = [
+    "## cases/part-*.parquet",
+    "",
+    "One row per case, written as a run starts (the definitions are also in the manifest).",
+    "",
+    "{cases}",
+    "## verdicts/schema.parquet",
+    "",
+    "An empty part with the verdicts schema, so that a glob such as",
+    "`read_parquet('RUN/verdicts/*.parquet')` works before the first verdict is saved.",
+    "",
+    "## scores/<label>/part-*.parquet and scores/<label>/scoring.json",
+    "",
+    "A rescoring (`evalnb score`, `evalnb.score()`): parts with the checks schema above,",
+    "then `scoring.json` (`created_at`, the checks given), written last; a rescoring without",
+    "it never committed and is ignored. `load(..., scoring=LABEL)` picks one; the newest",
+    "committed one is the default.",
+    "",
+]
+
 
 def schema_markdown() -> str:
     """The schemas as Markdown tables (docs/schema.md is generated from this)."""
@@ -150,11 +191,16 @@ def schema_markdown() -> str:
         "",
     ]
     for table, schema in TABLES.items():
-        lines += [f"## {table}/part-*.parquet", "", "| column | type | null | meaning |"]
-        lines.append("|---|---|---|---|")
-        for field in schema:
-            doc = (field.metadata or {}).get(b"doc", b"").decode()
-            null = "yes" if field.nullable else "no"
-            lines.append(f"| `{field.name}` | `{field.type}` | {null} | {doc} |")
-        lines.append("")
+        lines += [f"## {table}/part-*.parquet", "", *_columns(schema), ""]
+    cases = "\n".join(_columns(CASES_SCHEMA)) + "\n"
+    lines += [line.replace("{cases}", cases) for line in _OTHER_FILES]
     return "\n".join(lines)
+
+
+def _columns(schema: pa.Schema) -> list[str]:
+    lines = ["| column | type | null | meaning |", "|---|---|---|---|"]
+    for field in schema:
+        doc = (field.metadata or {}).get(b"doc", b"").decode()
+        null = "yes" if field.nullable else "no"
+        lines.append(f"| `{field.name}` | `{field.type}` | {null} | {doc} |")
+    return lines

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import secrets
 from collections.abc import Iterable, Sequence
@@ -16,9 +17,9 @@ from evalnb._secrets import active as secrets_registered
 from evalnb._secrets import redact_json
 from evalnb._types import CheckResult, Sample
 from evalnb.store.rundir import open_private, replace_atomically
-from evalnb.store.schema import CHECKS_SCHEMA, SAMPLES_SCHEMA, VERDICTS_SCHEMA
+from evalnb.store.schema import CASES_SCHEMA, CHECKS_SCHEMA, SAMPLES_SCHEMA, VERDICTS_SCHEMA
 
-__all__ = ["RunWriter", "checks_table", "samples_table"]
+__all__ = ["RunWriter", "cases_table", "checks_table", "samples_table"]
 
 
 def _tool_calls(calls: Iterable[Any]) -> list[dict[str, Any]]:
@@ -88,6 +89,15 @@ class RunWriter:
         self._write("checks", checks_table(checks), name)
         self._write("samples", samples_table(samples), name)
 
+    def write_cases(self, cases: Sequence[Any]) -> None:
+        """Write the case definitions as ``cases/part-<token>.parquet`` (once, as a run
+        starts) and an empty ``verdicts/schema.parquet``, so globs over both work."""
+        for folder in ("cases", "verdicts"):
+            (self.run_dir / folder).mkdir(mode=0o700, exist_ok=True)
+        self._write("cases", cases_table(self.run_dir.name, cases), f"part-{self.token}.parquet")
+        if not (self.run_dir / "verdicts" / "schema.parquet").exists():
+            self._write("verdicts", VERDICTS_SCHEMA.empty_table(), "schema.parquet")
+
     def write_verdicts(self, table: pa.Table) -> Path:
         """Write one verdicts part (each save is its own part)."""
         stamp = f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%f}"
@@ -134,4 +144,29 @@ def _redacted(table: pa.Table) -> pa.Table:
         return table
     return pa.Table.from_pylist(
         [redact_json(row) for row in table.to_pylist()], schema=table.schema
+    )
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def cases_table(run_id: str, cases: Sequence[Any]) -> pa.Table:
+    """Case definitions (:class:`~evalnb.Case`) as a Table with :data:`CASES_SCHEMA`."""
+    rows = [case.to_dict() for case in cases]
+    return pa.Table.from_pydict(
+        {
+            "run_id": [run_id] * len(rows),
+            "case_id": [r["id"] for r in rows],
+            "group": [r.get("group") or r["id"] for r in rows],
+            "split": [r.get("split") or "dev" for r in rows],
+            "tags": [list(r.get("tags") or []) for r in rows],
+            "target": [_json_or_none(r.get("target")) for r in rows],
+            "choices": [r.get("choices") for r in rows],
+            "vars": [_json_or_none(r.get("vars") or {}) for r in rows],
+            "metadata": [_json_or_none(r.get("metadata") or {}) for r in rows],
+            "prompt": [r.get("prompt") for r in rows],
+            "review": [r.get("review") for r in rows],
+        },
+        schema=CASES_SCHEMA,
     )
