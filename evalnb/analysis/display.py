@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["Result", "caution", "cautions_as_warnings", "frame_html", "result"]
+__all__ = ["Result", "caution", "cautions_as_warnings", "frame_html", "result", "shown"]
 
 _NOTES_IN_KERNEL = contextvars.ContextVar("evalnb_notes_in_kernel", default=True)
 
@@ -78,6 +78,12 @@ class Result(pd.DataFrame):
             f"<details><summary>the frame ({len(self)} rows × {len(self.columns)} "
             f"columns)</summary>{table}</details></div>"
         )
+
+
+def shown(frame: pd.DataFrame) -> Result:
+    """``frame`` as a :class:`Result` with no summary: its display is the frame, its text
+    escaped and kept from MathJax (model text with two ``$`` is not typeset)."""
+    return Result(frame)
 
 
 def result(frame: pd.DataFrame, summary: Callable[[pd.DataFrame], str]) -> Result:
