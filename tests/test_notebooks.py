@@ -79,3 +79,27 @@ def test_the_quickstart_reads_without_warnings_and_shows_its_verdicts(tmp_path):
         o for o in outputs if "text/html" in o.get("data", {}) and "case_id" in o.data["text/html"]
     )
     assert "<th>check</th>" in first.data["text/html"] and "contains" in first.data["text/html"]
+
+
+def test_docs_keep_the_widget_state_so_the_panel_shows(tmp_path):
+    # make docs executes with the widget state stored: the HTML then draws the panel and
+    # the progress bars instead of blank boxes.
+    makefile = (NOTEBOOKS.parent / "Makefile").read_text()
+    assert "--ExecutePreprocessor.store_widget_state=True" in makefile
+    notebook = nbformat.read(NOTEBOOKS / "04_review.ipynb", as_version=4)
+    (index,) = [
+        i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])
+    ]
+    notebook.cells.insert(index + 1, nbformat.v4.new_code_cell(f"RUNS_DIR = {str(tmp_path)!r}"))
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        store_widget_state=True,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    ).execute()
+    state = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    names = {model["model_name"] for model in state.values()}
+    assert {"VBoxModel", "ButtonModel", "TextareaModel", "HTMLModel"} <= names
+    texts = " ".join(str(m["state"].get("value", "")) for m in state.values())
+    assert "evalnb review" in texts
