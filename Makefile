@@ -53,7 +53,7 @@ images: setup
 
 docs: setup
 	mkdir -p build/docs
-	$(BIN)/jupyter nbconvert --to html --execute --output-dir build/docs notebooks/*.ipynb
+	$(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.store_widget_state=True --output-dir build/docs notebooks/*.ipynb
 
 # Optional: llama.cpp's server and Gemma 3 270M (about 10 minutes the first time).
 real-model: setup

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalnb.analysis import _args
+from evalnb.analysis import _args, display
 from evalnb.analysis._format import interval_text, number, share, signed, text_table
 from evalnb.analysis._tally import ALL
 from evalnb.analysis.agreement import agreement
@@ -329,7 +329,7 @@ def _samples_section(run: Run) -> Section:
 def _suite_section(run: Run, check: str, level: float) -> Section:
     splits = run.cases["split"].astype(object).nunique()
     by = ["variant", "split"] if splits > 1 else ["variant"]
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, display.cautions_as_warnings():
         warnings.simplefilter("always")
         suite = suite_rate(run, by, check=check, level=level)
     table = pd.DataFrame(

@@ -14,6 +14,7 @@ import math
 import os
 import random
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -24,7 +25,7 @@ from typing import Any, cast
 from tqdm.auto import tqdm
 
 from evalnb import store
-from evalnb._exceptions import TargetError
+from evalnb._exceptions import StoreError, TargetError
 from evalnb._numbers import is_whole
 from evalnb._sync import run_sync
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
@@ -38,7 +39,7 @@ from evalnb.prices import Prices, sample_cost
 from evalnb.targets import Target
 from evalnb.targets.cache import ResponseCache
 
-__all__ = ["RunResult", "arun", "plan", "run"]
+__all__ = ["RunInterrupted", "RunResult", "arun", "plan", "run"]
 
 ORDERS = ("alternate", "shuffle")
 
@@ -85,7 +86,9 @@ class RunResult:
 
     ``counts`` are sample statuses; ``checks`` maps each check to ``(passed, scored)``
     (unscored outcomes are left out, incomplete samples stay in and fail); ``scores`` maps
-    each graded check to its mean score over the samples it scored.
+    each graded check to its mean score over the samples it scored; ``errors`` counts the
+    error texts of the incomplete samples. A run where no sample, or at most half of them,
+    completed says so first in its summary and its notebook display (:meth:`alarm`).
     """
 
     path: Path
@@ -97,6 +100,20 @@ class RunResult:
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     costs: dict[str, tuple[float, int]] = field(default_factory=dict)
     stopped: dict[str, Any] | None = None
+    errors: Counter[str] = field(default_factory=Counter)
+
+    def alarm(self) -> str | None:
+        """The sentence a run that mostly failed leads with: ``"0 of 40 samples completed;
+        most common error (40): ..."``; None when more than half completed."""
+        total = sum(sum(c.values()) for c in self.counts.values())
+        completed = sum(c["completed"] for c in self.counts.values())
+        if total == 0 or completed * 2 > total:
+            return None
+        line = f"{completed} of {total} samples completed"
+        if self.errors:
+            error, n = self.errors.most_common(1)[0]
+            line += f"; most common error ({n} of {total - completed}): {error}"
+        return line
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per variant: completed, total, latency (lower median, nearest-rank p95),
@@ -126,6 +143,9 @@ class RunResult:
         lines = [f"run {self.run_id} ({self.status}): {self.path}"]
         if self.stopped is not None:
             lines.append(f"  stopped: {_stop_text(self.stopped)}")
+        alarm = self.alarm()
+        if alarm is not None:
+            lines.insert(0, f"WARNING: {alarm}")
         width = max((len(v) for v in self.counts), default=7)
         for row in self.rows():
             incomplete = ", ".join(f"{s} {n}" for s, n in row["incomplete"].items())
@@ -154,11 +174,19 @@ class RunResult:
             + "</td></tr>"
             for r in self.rows()
         )
+        alarm = self.alarm()
+        loud = (
+            ""
+            if alarm is None
+            else "<div style='border:2px solid #cf222e;color:#cf222e;padding:4px 8px;"
+            f"font-weight:bold'>{html.escape(alarm)}</div>"
+        )
         return (
+            f"<div class='tex2jax_ignore mathjax_ignore'>{loud}"
             f"<p>run <code>{html.escape(self.run_id)}</code> ({html.escape(self.status)}) at "
             f"<code>{html.escape(str(self.path))}</code></p><table><tr><th>variant</th>"
             "<th>completed</th><th>median latency</th><th>p95 latency</th><th>checks</th></tr>"
-            f"{body}</table>"
+            f"{body}</table></div>"
         )
 
 
@@ -364,6 +392,7 @@ async def arun(
     out: str | os.PathLike[str] | None = None,
     concurrency: int = 8,
     resume: bool = False,
+    overwrite: bool = False,
     order: str = "alternate",
     seed: int = 0,
     checks: Iterable[CheckSpec] = (),
@@ -438,6 +467,17 @@ async def arun(
     if out is None:
         out = Path("runs") / f"run-{started:%Y%m%dT%H%M%SZ}-{os.urandom(2).hex()}"
     path = Path(out)
+    if overwrite and resume:
+        raise ValueError("'overwrite' and 'resume' exclude each other; got both True")
+    if not resume and (path.exists() or path.is_symlink()):
+        if overwrite:
+            _move_aside(path, started)
+        elif command is None:
+            raise StoreError(
+                f"{path} already holds a run. Re-running the cell? Pass resume=True to finish "
+                f"that run, or overwrite=True to start afresh (the old run is moved to "
+                f"{path.name}.replaced-<time> beside it, not deleted), or choose another out="
+            )
     # One writer per run: held until the run ends (the kernel drops it if we die).
     lock = store.RunLock(path, "run")
     if resume:
@@ -636,13 +676,16 @@ def _result(
     path: Path, run_id: str, variants: Sequence[Variant], run_status: str, budget: Budget
 ) -> RunResult:
     """Counts over every sample of the run, earlier sessions of a resumed run included."""
-    written = store.read_table(path, "samples", ["variant", "status", "latency_ms"])
+    written = store.read_table(path, "samples", ["variant", "status", "latency_ms", "error"])
     counts: dict[str, Counter[str]] = {v.name: Counter() for v in variants}
     latencies: dict[str, list[float]] = {v.name: [] for v in variants}
+    errors: Counter[str] = Counter()
     columns = (written.column(c).to_pylist() for c in written.column_names)
-    for variant, status, latency in zip(*columns, strict=True):
+    for variant, status, latency, error in zip(*columns, strict=True):
         counts[variant][status] += 1
         latencies[variant].append(latency)
+        if status != "completed":
+            errors[(error or status)[:300]] += 1
     checks: dict[str, dict[str, list[int]]] = {v.name: {} for v in variants}
     scored: dict[str, dict[str, list[float]]] = {v.name: {} for v in variants}
     outcomes = store.read_table(
@@ -660,7 +703,16 @@ def _result(
     means = {v: {c: statistics.fmean(s) for c, s in t.items()} for v, t in scored.items()}
     costs = _costs(path, variants, budget.prices) if budget.prices else {}
     return RunResult(
-        path, run_id, run_status, counts, latencies, tallies, means, costs, budget.record()
+        path,
+        run_id,
+        run_status,
+        counts,
+        latencies,
+        tallies,
+        means,
+        costs=costs,
+        stopped=budget.record(),
+        errors=errors,
     )
 
 
@@ -673,6 +725,7 @@ def run(
     out: str | os.PathLike[str] | None = None,
     concurrency: int = 8,
     resume: bool = False,
+    overwrite: bool = False,
     order: str = "alternate",
     seed: int = 0,
     checks: Iterable[CheckSpec] = (),
@@ -696,8 +749,9 @@ def run(
 
     Writes a run directory and returns a :class:`RunResult`. One sample's failure becomes an
     incomplete sample; Ctrl-C flushes what is done, marks the manifest ``interrupted`` and
-    raises ``KeyboardInterrupt``. Works in a notebook too (the run gets its own event loop
-    on a worker thread).
+    raises ``KeyboardInterrupt`` (:class:`RunInterrupted`, which says how many samples are
+    saved and the call that resumes them). Works in a notebook too (the run gets its own
+    event loop on a worker thread).
 
     Every case is checked against every variant before anything runs (an undefined
     template variable, a prefix with no user message), as are the checks.
@@ -714,6 +768,9 @@ def run(
         concurrency: samples in flight at once.
         resume: finish the run in ``out``: only the missing keys run; the cases, variants,
             repeats and order must be the original run's.
+        overwrite: start afresh in ``out`` even if a run is there: the old one is renamed
+            ``<out>.replaced-<UTC time>`` beside it (a line on stderr says where), never
+            deleted; refused while another process writes it.
         order: ``"alternate"`` (each case and repeat rotates which variant goes first) or
             ``"shuffle"`` (seeded); the planned order is kept in the manifest.
         seed: the seed of ``"shuffle"``.
@@ -749,35 +806,85 @@ def run(
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
-    return cast(
-        RunResult,
-        run_sync(
-            arun(
-                cases,
-                target,
-                variants=variants,
-                repeats=repeats,
-                out=out,
-                concurrency=concurrency,
-                resume=resume,
-                order=order,
-                seed=seed,
-                checks=checks,
-                timeout=timeout,
-                progress=progress,
-                flush_every=flush_every,
-                flush_seconds=flush_seconds,
-                command=command,
-                on_start=on_start,
-                judge=judge,
-                canonical=canonical,
-                defaults=defaults,
-                cluster=cluster,
-                shard_size=shard_size,
-                max_cost=max_cost,
-                max_tokens=max_tokens,
-                prices=prices,
-                cache=cache,
-            )
-        ),
-    )
+    started: list[Path] = []
+
+    def starting(path: Path) -> None:
+        started.append(path)
+        if on_start is not None:
+            on_start(path)
+
+    try:
+        return cast(
+            RunResult,
+            run_sync(
+                arun(
+                    cases,
+                    target,
+                    variants=variants,
+                    repeats=repeats,
+                    out=out,
+                    concurrency=concurrency,
+                    resume=resume,
+                    overwrite=overwrite,
+                    order=order,
+                    seed=seed,
+                    checks=checks,
+                    timeout=timeout,
+                    progress=progress,
+                    flush_every=flush_every,
+                    flush_seconds=flush_seconds,
+                    command=command,
+                    on_start=starting,
+                    judge=judge,
+                    canonical=canonical,
+                    defaults=defaults,
+                    cluster=cluster,
+                    shard_size=shard_size,
+                    max_cost=max_cost,
+                    max_tokens=max_tokens,
+                    prices=prices,
+                    cache=cache,
+                )
+            ),
+        )
+    except KeyboardInterrupt as exc:
+        if command is not None or not started or isinstance(exc, RunInterrupted):
+            raise  # the command line says it in its own terms
+        raise RunInterrupted(started[0]) from None
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C or a kernel interrupt, after saving what finished: says how
+    many samples are saved and the call that resumes them. One line in IPython."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            saved = len(store.sample_keys(path))
+            planned = len((store.read_manifest(path).get("order") or {}).get("planned") or [])
+        except Exception:  # a run stopped before its manifest: say what is known
+            saved, planned = 0, 0
+        of = f" of {planned}" if planned else ""
+        super().__init__(
+            f"interrupted: {saved}{of} samples saved in {path}. To finish the run, call "
+            f"evalnb.run again with the same arguments and out={str(path)!r}, resume=True"
+        )
+        self.path, self.saved = path, saved
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[0;31mRunInterrupted\x1b[0m: {self}"]
+
+
+def _move_aside(path: Path, started: Any) -> Path:
+    """Rename the run in ``path`` to ``<path>.replaced-<time>`` (never deleted: nothing is
+    lost by a re-run cell), unless a process is writing it."""
+    lock = None
+    if (path / "manifest.json").exists():
+        lock = store.RunLock(path, "run").acquire()
+    aside = path.with_name(f"{path.name}.replaced-{started:%Y%m%dT%H%M%S%fZ}")
+    try:
+        path.rename(aside)
+    finally:
+        if lock is not None:
+            lock.release()
+    print(f"evalnb: moved the earlier run in {path} to {aside}", file=sys.stderr)
+    return aside

@@ -45,3 +45,28 @@ def test_gate_has_one_overall_line(tmp_path: Path) -> None:
     failed = int((~result["passed"]).sum())
     assert failed >= 1 and f"FAIL</b>: {failed} of {len(result)} rules failed" in shown
     assert shown.index("FAIL") < shown.index("<table")
+
+
+def test_displayed_frames_keep_dollar_signs_from_mathjax(tmp_path):
+    # Model text with two $ signs is typeset as maths by Jupyter unless marked.
+    from evalnb.analysis import agreement, display, load, rates
+    from tests.test_analysis_runs import write_run
+
+    rows = [
+        {
+            "case_id": "costs $5 and $10",
+            "variant": v,
+            "repeat": r,
+            "answer": "$5 or $10",
+            "checks": {"c": r == 0},
+        }
+        for v in ("a", "b")
+        for r in range(2)
+    ]
+    run = load(write_run(tmp_path / "run", rows))
+    for shown in (run, rates(run, by=["case_id"]), agreement(run)):
+        html = shown._repr_html_()
+        assert display.NO_MATH.split()[0] in html.split(">")[0], type(shown)
+        assert shown is run or "$5" in html
+    # a frame derived by the user is a plain DataFrame again
+    assert type(rates(run)[["k", "n"]]) is pd.DataFrame

@@ -5,8 +5,11 @@ Cells) as a person would. The reviewer types a reason, clicks, and works with ke
 after a click anywhere in the panel, fast (30 keys 10 ms apart, each stored in order),
 and never reaching JupyterLab (``d d`` deletes no cell). Drafts survive moving and a
 kernel restart; after a restart the old panel says it is stale. A sample whose answer is
-an HTML/script attack shows as literal text and runs nothing. Screenshots of the panel go
-to test-artifacts/ (and one of the page on failure).
+an HTML/script attack shows as literal text and runs nothing. A key pressed at once after
+typing keeps every character typed. A second notebook shows a ``compare`` result (its
+verdict first, model text with ``$`` not typeset) and the side-by-side review of two
+variants, with a jump from the sample list. Screenshots of the panel, the side-by-side
+view and the compare result go to test-artifacts/ (and one of the page on failure).
 """
 
 from __future__ import annotations
@@ -65,7 +68,68 @@ def verdicts_of(run_dir: Path, case: str) -> list[str]:
     return latest[latest["case_id"] == case].sort_values("repeat")["verdict"].tolist()
 
 
-@pytest.mark.timeout(420)
+OPEN = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+
+
+def compare_and_side_by_side(page: Any, lab: Any) -> None:
+    """The compare result and the side-by-side review in a second notebook, on ``page``
+    (a new page: leaving the first one would ask about unsaved changes)."""
+    # A workspace of its own: the default one would bring the first notebook back to front.
+    page.goto(f"{lab.url}/lab/workspaces/compare/tree/compare.ipynb?token={lab.token}")
+    notebook = page.locator(f"{OPEN} .jp-Notebook")
+    notebook.locator(".jp-Cell").first.wait_for()
+    lab.wait_kernels_idle(timeout=90)
+    run_all(page)
+    result = notebook.locator(".evalnb-result")
+    result.wait_for(state="visible")
+    said = result.inner_text()
+    assert re.search(r"(can't tell yet|v2 better|v1 better) · v2 vs v1 on all", said), said
+    assert "pp" in said and "paired cases" in said
+    panel = notebook.locator(".evalnb-annotator")
+    pair = panel.locator(".nb-pair")
+    pair.wait_for(state="visible")
+    ARTIFACTS.mkdir(exist_ok=True)
+    notebook.locator(".jp-Cell").first.screenshot(path=str(ARTIFACTS / "compare-result.png"))
+    sides = pair.locator("td.nb-side")
+    assert sides.count() == 2
+    assert "variant v1" in sides.nth(0).inner_text() and "v2 says" in sides.nth(1).inner_text()
+    # The $ signs in both answers are text, not typeset maths.
+    assert pair.locator("mjx-container, .MathJax").count() == 0
+    assert "costs $5 and ships for $10" in pair.inner_text()
+
+    # The list: search, choose, and the panel jumps there.
+    panel.locator("button.evalnb-list-button").click()
+    search = panel.locator(".evalnb-list-search input")
+    search.fill("c2 v2")
+    choices = panel.locator(".evalnb-list-select select option")
+    page.wait_for_function(
+        f"() => document.querySelectorAll('{OPEN} .evalnb-list-select option').length === 2"
+    )
+    assert all("c2" in t and "v2" in t for t in choices.all_inner_texts())
+    panel.locator(".evalnb-list-select select").select_option(index=1)
+    page.wait_for_function(
+        f"() => document.querySelector('{OPEN} .evalnb-header')?.innerText"
+        ".includes('case c2 · variant v2 · repeat 1')"
+    )
+    # A reason typed and a key pressed at once: the reason is saved whole.
+    reason = panel.locator(".evalnb-reason textarea")
+    reason.click()
+    reason.type("costs $5 not $10", delay=5)
+    page.keyboard.press("Escape")
+    page.keyboard.press("f")
+    page.wait_for_function(
+        f"() => document.querySelector('{OPEN} .evalnb-status')?.innerText.includes('Saved')"
+    )
+    page.keyboard.press("k")
+    page.wait_for_function(
+        f"() => document.querySelector('{OPEN} .evalnb-header')?.innerText"
+        ".includes('case c2 · variant v2 · repeat 1')"
+    )
+    panel.hover(position={"x": 300, "y": 20})
+    panel.screenshot(path=str(ARTIFACTS / "review-side-by-side.png"))
+
+
+@pytest.mark.timeout(600)
 def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
     require_chromium()
     from playwright.sync_api import sync_playwright
@@ -89,6 +153,26 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
     ]
     run_dir = write_run(
         root / "run", rows, cases=[{"id": "attack", "review": REVIEW}, {"id": "many"}]
+    )
+    write_run(
+        root / "pair",
+        [
+            {
+                "case_id": f"c{c}",
+                "variant": v,
+                "repeat": r,
+                "answer": f"{v} says: it costs $5 and ships for $10 (case c{c}, repeat {r})",
+                "checks": {"contains": v == "v2" or (c + r) % 2 == 0, "word_count": True},
+            }
+            for c in range(6)
+            for v in ("v1", "v2")
+            for r in range(2)
+        ],
+    )
+    write_notebook(
+        root / "compare.ipynb",
+        "import evalnb\nrun = evalnb.load('pair')\nevalnb.compare(run, a='v1', b='v2')",
+        "panel = evalnb.annotate(run, annotator='browser', compare=('v1', 'v2'))\npanel",
     )
     write_notebook(
         root / "review.ipynb",
@@ -146,11 +230,10 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
             assert "Key b does nothing" not in panel.locator(".evalnb-status").inner_text()
             assert page.locator(".jp-Notebook .jp-Cell").count() == cells
 
-            # A draft survives Next and Previous; Escape leaves the box for the keys.
+            # A draft survives Next and Previous; Escape leaves the box for the keys, at
+            # once: the text travels with the key, so no character is lost.
             box.click()
             box.type("half a thought", delay=10)
-            # The box's text reaches the kernel on its own channel: wait until it has.
-            panel.locator(".evalnb-unsaved", has_text="reason not saved").wait_for()
             page.keyboard.press("Escape")
             page.keyboard.press("j")
             shows(page, "repeat 3")
@@ -223,6 +306,15 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
                 "?.value === 'kept across a restart'"
             )
             assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+            second = browser.new_page(viewport={"width": 1400, "height": 1100})
+            second.set_default_timeout(TIMEOUT_MS)
+            second.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            try:
+                compare_and_side_by_side(second, lab)
+            except BaseException:
+                second.screenshot(path=str(ARTIFACTS / "annotate-browser-failure.png"))
+                raise
             assert dialogs == []
         except BaseException:
             ARTIFACTS.mkdir(exist_ok=True)
@@ -232,6 +324,11 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
             browser.close()
 
     history = verdict_history(run_dir)
+    pair = latest_verdicts(root / "pair")
+    assert pair[["case_id", "variant", "repeat", "verdict"]].values.tolist() == [
+        ["c2", "v2", 1, "fail"]
+    ]
+    assert pair["reason"].tolist() == ["costs $5 not $10"]
     first = history.iloc[0]
     assert (first["case_id"], first["repeat"], first["verdict"]) == ("attack", 0, "fail")
     assert first["reason"] == reason

@@ -1,5 +1,7 @@
-"""Every example notebook runs top to bottom in a fresh kernel against the stand-in."""
+"""Every example notebook runs top to bottom in a fresh kernel against the stand-in;
+the quickstart reads top to bottom with no warning box, its verdict and gate visible."""
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -57,3 +59,47 @@ def test_notebooks_are_stored_without_outputs(name):
     for cell in notebook.cells:
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, name
+
+
+def test_the_quickstart_reads_without_warnings_and_shows_its_verdicts(tmp_path):
+    notebook = execute(NOTEBOOKS / "00_quickstart.ipynb", QUICK["00_quickstart.ipynb"], tmp_path)
+    outputs = [o for c in notebook.cells for o in c.get("outputs", [])]
+    assert [o for o in outputs if o.output_type == "stream" and o.name == "stderr"] == []
+    html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
+    # the expected caution as a note in the suite rate's display, not a warning
+    assert "note: fewer than 10 cases" in html and "UserWarning" not in html
+    # compare's verdict sentence first; the gate's one overall line
+    assert re.search(
+        r"<b style='color:#[0-9a-f]+'>(v2 better|v1 better|can&#x27;t tell yet)</b> · v2 vs v1",
+        html,
+    )
+    assert re.search(r"<b style='color:#[0-9a-f]+'>(PASS|FAIL)</b>: ", html)
+    # the first table: a row per variant, case and check, the check named
+    first = next(
+        o for o in outputs if "text/html" in o.get("data", {}) and "case_id" in o.data["text/html"]
+    )
+    assert "<th>check</th>" in first.data["text/html"] and "contains" in first.data["text/html"]
+
+
+def test_docs_keep_the_widget_state_so_the_panel_shows(tmp_path):
+    # make docs executes with the widget state stored: the HTML then draws the panel and
+    # the progress bars instead of blank boxes.
+    makefile = (NOTEBOOKS.parent / "Makefile").read_text()
+    assert "--ExecutePreprocessor.store_widget_state=True" in makefile
+    notebook = nbformat.read(NOTEBOOKS / "04_review.ipynb", as_version=4)
+    (index,) = [
+        i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])
+    ]
+    notebook.cells.insert(index + 1, nbformat.v4.new_code_cell(f"RUNS_DIR = {str(tmp_path)!r}"))
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        store_widget_state=True,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    ).execute()
+    state = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    names = {model["model_name"] for model in state.values()}
+    assert {"VBoxModel", "ButtonModel", "TextareaModel", "HTMLModel"} <= names
+    texts = " ".join(str(m["state"].get("value", "")) for m in state.values())
+    assert "evalnb review" in texts

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import comb
 
-from evalnb.analysis import _args
+from evalnb.analysis import _args, display
 from evalnb.analysis._tally import tallies
 from evalnb.analysis.frames import Run
 from evalnb.evidence import normalise_answer
@@ -119,7 +119,7 @@ def agreement(
         "pass_at_k",
         "pass_hat_k",
     ]
-    return out[columns]
+    return display.shown(out[columns])
 
 
 def _from_run(

@@ -8,18 +8,52 @@ caution, and keeps the whole frame, formatted, one click away. Every text cell i
 escaped and marked so that Jupyter's MathJax never typesets model text holding ``$``.
 A frame derived from a result (``result[...]``, ``result.query(...)``) is a plain
 DataFrame.
+
+Expected cautions (:func:`caution`, such as "fewer than 10 cases") are warnings in a
+script; in a notebook kernel they are left to the result's display, which shows them as
+a short note, instead of a red warning box naming a temporary file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import html
 import math
-from collections.abc import Callable
+import sys
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["Result", "frame_html", "result"]
+__all__ = ["Result", "caution", "cautions_as_warnings", "frame_html", "result", "shown"]
+
+_NOTES_IN_KERNEL = contextvars.ContextVar("evalnb_notes_in_kernel", default=True)
+
+
+def _in_kernel() -> bool:
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return getattr(shell, "kernel", None) is not None
+
+
+def caution(message: str, *, stacklevel: int = 2) -> None:
+    """Warn ``message`` (a UserWarning), except in a notebook kernel, where the result's
+    display shows it as a note (its summary must say it)."""
+    if _in_kernel() and _NOTES_IN_KERNEL.get():
+        return
+    warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+
+
+@contextlib.contextmanager
+def cautions_as_warnings() -> Iterator[None]:
+    """Within: :func:`caution` always warns (for callers that record the warnings)."""
+    token = _NOTES_IN_KERNEL.set(False)
+    try:
+        yield
+    finally:
+        _NOTES_IN_KERNEL.reset(token)
+
 
 # Jupyter's MathJax skips elements of these classes (MathJax 2 and 3 names).
 NO_MATH = "tex2jax_ignore mathjax_ignore"
@@ -44,6 +78,12 @@ class Result(pd.DataFrame):
             f"<details><summary>the frame ({len(self)} rows × {len(self.columns)} "
             f"columns)</summary>{table}</details></div>"
         )
+
+
+def shown(frame: pd.DataFrame) -> Result:
+    """``frame`` as a :class:`Result` with no summary: its display is the frame, its text
+    escaped and kept from MathJax (model text with two ``$`` is not typeset)."""
+    return Result(frame)
 
 
 def result(frame: pd.DataFrame, summary: Callable[[pd.DataFrame], str]) -> Result:
@@ -101,6 +141,34 @@ def compare_summary(frame: pd.DataFrame) -> str:
         )
         if isinstance(row.get("note"), str) and row["note"]:
             lines.append(_note(row["note"]))
+    return "".join(lines)
+
+
+def suite_summary(frame: pd.DataFrame, few: int = 10) -> str:
+    """One line per suite rate (estimate, interval, cases and repeats, method), then a
+    note for the cautions: few cases, cases that other groups have."""
+    lines = []
+    keys = [c for c in frame.columns[: list(frame.columns).index("check")]]
+    for row in frame.to_dict("records"):
+        where = " ".join(f"{row[k]}" for k in keys)
+        level = f"{float(row['level']) * 100:g}%"
+        lines.append(
+            f"<div>{esc(where)} <code>{esc(row['check'])}</code>: "
+            f"<b>{percent(row['estimate'])}</b> ({level} CI {percent(row['low'])} to "
+            f"{percent(row['high'])}), {int(row['cases'])} cases × {float(row['repeats']):.3g} "
+            f"repeats <span style='opacity:.7'>· {esc(row['method'])}</span></div>"
+        )
+    if len(frame) and (frame["cases"] < few).any():
+        lines.append(
+            _note(f"fewer than {few} cases: an interval across so few cases is necessarily wide")
+        )
+    if "cases_missing" in frame and (frame["cases_missing"] > 0).any():
+        lines.append(
+            _note(
+                "some groups lack cases that others have: their rates are over "
+                "different cases (evalnb.compare pairs cases)"
+            )
+        )
     return "".join(lines)
 
 

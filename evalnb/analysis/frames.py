@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalnb._types import STATUSES
+from evalnb.analysis import display
 from evalnb.analysis._args import choice, names
 from evalnb.store import KEY, TABLES, VERDICTS, read_manifest, read_table
 
@@ -355,7 +356,7 @@ class Run:
         check_list = ", ".join(f"<code>{esc(str(c))}</code>" for c in checks) or "none"
         table = self.summary().to_html(index=False, border=0)
         return (
-            "<div class='evalnb-run'>"
+            f"<div class='evalnb-run {display.NO_MATH}'>"
             f"<strong>evalnb run</strong><ul>{runs}</ul>"
             f"<p>{cases['case_id'].nunique()} cases ({splits}) · "
             f"variants {esc(', '.join(self.variants))} · checks {check_list}</p>"

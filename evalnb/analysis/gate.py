@@ -160,7 +160,7 @@ def _suite_rows(
     data: Any, policy: GatePolicy, variants: list[str], minimum: float
 ) -> list[dict[str, Any]]:
     by = ["variant", *_split(policy)]
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, display.cautions_as_warnings():
         warnings.simplefilter("always")
         suite = _only(suite_rate(data, by, check=policy.check, level=policy.level), policy)
     wide = " (too few cases for a narrow interval)" if _args.own_warnings(caught) else ""

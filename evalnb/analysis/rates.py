@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.proportion import proportion_confint
 
-from evalnb.analysis import _args
+from evalnb.analysis import _args, display
 from evalnb.analysis._tally import tallies
 from evalnb.analysis.frames import Run
 
@@ -63,7 +63,7 @@ def rates(
     out["level"] = level
     out["method"] = method
     out["pooled"] = (out["cases"].fillna(2) > 1).astype(bool)
-    return out
+    return display.shown(out)
 
 
 def proportion_interval(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,7 +10,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from evalnb._numbers import is_whole
-from evalnb.analysis import _args
+from evalnb.analysis import _args, display
 from evalnb.analysis._betabinomial import beta_binomial_interval
 from evalnb.analysis._cluster import clustered_mean, group_ids
 from evalnb.analysis._tally import has_column, require_cases, tallies
@@ -180,7 +179,7 @@ def suite_rate(
     out["cases_missing"] = _cases_missing(per_case, ids, out, by)
     _warn_few_cases(out, by)
     _warn_missing(out, by)
-    return out
+    return display.result(out, display.suite_summary)
 
 
 def _beta_binomial(
@@ -275,10 +274,9 @@ def _warn_few_cases(out: pd.DataFrame, by: list[str]) -> None:
     few = out[out["cases"] < FEW_CASES]
     if few.empty:
         return
-    warnings.warn(
+    display.caution(
         f"suite_rate: fewer than {FEW_CASES} cases in {_where(out, few, by, 'cases', 'cases')}; "
         "an interval across so few cases is necessarily wide",
-        UserWarning,
         stacklevel=3,
     )
 
@@ -287,9 +285,8 @@ def _warn_missing(out: pd.DataFrame, by: list[str]) -> None:
     short = out[out["cases_missing"] > 0]
     if short.empty:
         return
-    warnings.warn(
+    display.caution(
         f"suite_rate: {_where(out, short, by, 'cases_missing', 'cases missing')} that other "
         "groups have: these rates are over different cases (evalnb.compare pairs cases)",
-        UserWarning,
         stacklevel=3,
     )

@@ -10,6 +10,12 @@
 // Typing in the panel's own text fields is left to them (stopped at the panel instead);
 // Escape leaves a text field so that keys work again.
 //
+// Each key and each click in the panel carries the text of the panel's reason box: the
+// box's own updates go on its own comm, which ipywidgets holds back while the kernel is
+// busy, so the kernel takes the text sent here first and a key right after typing keeps
+// every character typed. "shown" names the sample the text was typed for; the kernel sets
+// it after the box, so the text and the name this sends always belong together.
+//
 // Each key, and each click in the panel, expects an answer from the kernel. With no
 // answer within a few seconds the panel says so: the kernel is busy, or it restarted and
 // the panel is stale (a new kernel does not know its comm) and must be made again. When
@@ -55,6 +61,11 @@ function render({ model, el }) {
     if (panel) panel.classList.toggle("evalnb-dead", lost);
   };
 
+  const reasonText = () => {
+    const box = findPanel()?.querySelector(".evalnb-reason textarea");
+    return box ? box.value : undefined;
+  };
+
   const send = (content) => {
     seq += 1;
     waiting.set(seq, Date.now());
@@ -79,7 +90,7 @@ function render({ model, el }) {
     const mine = findPanel();
     if (mine && mine.contains(event.target)) {
       window.__evalnbLastPanel = mine;
-      send({ event: "ping" });
+      send({ event: "ping", reason: reasonText(), shown: model.get("shown") });
     } else if (window.__evalnbLastPanel === mine) {
       window.__evalnbLastPanel = null;
     }
@@ -108,7 +119,7 @@ function render({ model, el }) {
     event.preventDefault();
     event.stopImmediatePropagation();
     if (event.repeat || event.key.length !== 1 && !["Escape", "Enter", "ArrowLeft", "ArrowRight"].includes(event.key)) return;
-    send({ event: "key", key: event.key });
+    send({ event: "key", key: event.key, reason: reasonText(), shown: model.get("shown") });
   };
 
   const onMessage = (content) => {

@@ -24,7 +24,7 @@ from evalnb.analysis.frames import Run
 from evalnb.review import render
 from evalnb.review.keys import KeyCapture
 from evalnb.review.queue import SampleKey
-from evalnb.review.state import Filters, ReviewState
+from evalnb.review.state import LIST_SORTS, Filters, ReviewState
 
 __all__ = ["KEYS", "Annotator", "annotate"]
 
@@ -61,6 +61,7 @@ def annotate(
     *,
     check: str | None = None,
     advance: bool = True,
+    compare: tuple[str, str] | None = None,
 ) -> Annotator:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
 
@@ -72,6 +73,13 @@ def annotate(
     the default) that the "verdict ≠ check" filter compares verdicts with. A verdict
     also moves to the next sample (``advance=False``, or the panel's checkbox, stays).
 
+    ``compare=("v1", "v2")`` reviews a comparison: only those two variants' samples, in
+    the order case, repeat, ``v1`` then ``v2``, each shown beside the other variant's
+    sample of the same case and repeat (``v1`` on the left) with both answers and checks;
+    a verdict is for the outlined one. The "Sample list" button opens a searchable,
+    sortable list of the selected samples (case, variant, status, checks, verdict);
+    choosing one jumps to it.
+
     Keys (:data:`KEYS`) work while the pointer is over the panel, or after a click in
     it: ``p`` pass, ``f`` fail, ``r`` needs review, ``s`` skip, ``z`` undo, ``j``/``k``
     next/previous, ``u`` next unreviewed. Escape leaves the reason box.
@@ -79,7 +87,7 @@ def annotate(
     >>> panel = evalnb.annotate(run, annotator="ana")                 # doctest: +SKIP
     >>> panel                                                          # doctest: +SKIP
     """
-    return Annotator(run, annotator, where=where, check=check, advance=advance)
+    return Annotator(run, annotator, where=where, check=check, advance=advance, compare=compare)
 
 
 class Annotator(widgets.VBox):
@@ -89,7 +97,9 @@ class Annotator(widgets.VBox):
     ``pass_button``, ``fail_button``, ``needs_review_button``, ``reason``,
     ``previous_button``, ``next_button``, ``next_unreviewed_button``, ``skip_button``,
     ``undo_button``, ``advance_box``, the filters ``variant_filter``, ``case_filter``,
-    ``failing_only``, ``unreviewed_only``, ``disagreements_only``, and ``key_capture`` (the
+    ``failing_only``, ``unreviewed_only``, ``disagreements_only``, the sample list
+    ``list_button`` (shows it), ``list_search``, ``list_sort`` and ``sample_list`` (choosing
+    an entry jumps to it), and ``key_capture`` (the
     :class:`~evalnb.review.keys.KeyCapture`; :meth:`press` does what a key does).
     ``state`` is the :class:`~evalnb.review.state.ReviewState` it draws.
     """
@@ -102,8 +112,14 @@ class Annotator(widgets.VBox):
         where: Any = None,
         check: str | None = None,
         advance: bool = True,
+        compare: tuple[str, str] | None = None,
     ):
-        self.state = ReviewState(run, annotator, where=where, check=check, advance=advance)
+        self.state = ReviewState(
+            run, annotator, where=where, check=check, advance=advance, compare=compare
+        )
+        self._listing = False
+        self._rendering = False
+        self._late_reason: str | None = None
         self.run = self.state.run
         self.annotator = self.state.annotator
         self._build()
@@ -206,6 +222,14 @@ class Annotator(widgets.VBox):
             return
         action[1](self)
 
+    def sync_reason(self, text: str) -> None:
+        """Take ``text`` as the reason box's content now: the front end sends it with each
+        key and click, ahead of the box's own update (which ipywidgets may hold back while
+        the kernel is busy), so a key right after typing never loses the last characters."""
+        if text != self.reason.value:
+            self.reason.value = text
+            self._late_reason = text
+
     def next_unreviewed(self) -> None:
         """Show the next sample without a verdict, wrapping round to the start."""
         if self.state.next_unreviewed():
@@ -257,8 +281,29 @@ class Annotator(widgets.VBox):
         self.state.advance = bool(change["new"])
 
     def _on_reason(self, change: Any) -> None:
+        if self._rendering:
+            return
+        late, self._late_reason = self._late_reason, None
+        if late is not None and change["new"] == late and late != self.state.draft:
+            # The box's own update of a reason already taken with a key or a click,
+            # arriving after the panel moved on: it belongs to the sample left behind.
+            self._rendering = True
+            try:
+                self.reason.value = self.state.draft
+            finally:
+                self._rendering = False
+            return
         self.state.draft = change["new"]
         self._render_unsaved()
+
+    def _on_list(self, _change: Any) -> None:
+        self.list_box.layout.display = "flex" if self.list_button.value else "none"
+        self._render_list()
+
+    def _on_jump(self, change: Any) -> None:
+        if self._listing or change["new"] is None:
+            return
+        self.go(int(change["new"]))
 
     # -- drawing the state ----------------------------------------------------------------
 
@@ -267,6 +312,14 @@ class Annotator(widgets.VBox):
         self.status.value = render.message(message, error=error)
 
     def _render(self) -> None:
+        self._rendering = True
+        try:
+            self._draw()
+        finally:
+            self._rendering = False
+        self._render_list()
+
+    def _draw(self) -> None:
         state = self.state
         shown = state.shown
         disabled = shown is None
@@ -281,14 +334,56 @@ class Annotator(widgets.VBox):
             self.body.value = ""
             self.earlier.value = ""
             self.reason.value = ""
+            self.key_capture.shown = ""
             self.unsaved.value = ""
             return
         self.header.value = render.header(shown, several_runs=len(state.run.run_ids) > 1)
-        self.body.value = render.body(shown)
+        self._render_body()
         self._render_verdict()
         self.reason.value = state.draft
+        # after the box: the front end then never pairs this name with an older text
+        self.key_capture.shown = str(state.position)
         self._render_unsaved()
         self.status.value = ""
+
+    def _render_body(self) -> None:
+        state = self.state
+        shown = state.shown
+        if shown is None:
+            return
+        if state.compare is None:
+            self.body.value = render.body(shown)
+        else:
+            self.body.value = render.side_by_side(
+                shown, state.partner, state.compare, (state.verdict, state.partner_verdict())
+            )
+
+    def _render_list(self) -> None:
+        if not self.list_button.value:
+            return
+        listed = self.state.listing(self.list_search.value, self.list_sort.value)
+        options = [
+            (
+                f"{r.case_id:<18} {r.variant:<10} r{r.repeat:<4} {r.status:<10} "
+                f"checks {r.checks:<8} {r.verdict.replace('_', ' ') or '·'}",
+                int(r.at),
+            )
+            for r in listed.itertuples()
+        ]
+        self._listing = True
+        try:
+            self.sample_list.options = options
+            self.sample_list.value = (
+                self.state.at if self.state.at in {at for _, at in options} else None
+            )
+        finally:
+            self._listing = False
+        more = self.state.count - len(options) if not self.list_search.value.strip() else 0
+        self.list_note.value = (
+            f"<span class='nb-quiet'>{len(options)} shown"
+            + (f"; {more} more: search to narrow" if more > 0 else "")
+            + "</span>"
+        )
 
     def _render_unsaved(self) -> None:
         state = self.state
@@ -317,6 +412,8 @@ class Annotator(widgets.VBox):
         )
         self.undo_button.disabled = not state.can_undo
         self._render_unsaved()
+        if state.compare is not None:
+            self._render_body()
 
     # -- widgets, built once --------------------------------------------------------------
 
@@ -385,8 +482,42 @@ class Annotator(widgets.VBox):
         self.advance_box.observe(self._on_advance, names="value")
         self.advance_box.add_class("evalnb-advance")
 
+        self.list_button = widgets.ToggleButton(
+            description="Sample list", icon="list", layout=widgets.Layout(width="auto")
+        ).add_class("evalnb-list-button")
+        self.list_search = widgets.Text(
+            placeholder="search: case, variant, status, checks, verdict",
+            continuous_update=True,
+            layout=widgets.Layout(width="320px"),
+        ).add_class("evalnb-list-search")
+        self.list_sort = widgets.Dropdown(
+            options=list(LIST_SORTS),
+            value="order",
+            description="sort by",
+            layout=widgets.Layout(width="auto"),
+        ).add_class("evalnb-list-sort")
+        self.sample_list = widgets.Select(
+            options=[], rows=8, layout=widgets.Layout(width="100%")
+        ).add_class("evalnb-list-select")
+        self.list_note = widgets.HTML()
+        self.list_box = widgets.VBox(
+            [
+                _row(
+                    [self.list_search, self.list_sort, self.list_note], **{"align_items": "center"}
+                ),
+                self.sample_list,
+            ],
+            layout=widgets.Layout(display="none", width="100%"),
+        ).add_class("evalnb-list")
+        self.list_button.observe(self._on_list, names="value")
+        self.list_search.observe(lambda _: self._render_list(), names="value")
+        self.list_sort.observe(lambda _: self._render_list(), names="value")
+        self.sample_list.observe(self._on_jump, names="value")
+
         self.key_capture = KeyCapture(
-            self.press, "keys: " + " · ".join(f"{k} {label}" for k, label in KEYS.items())
+            self.press,
+            "keys: " + " · ".join(f"{k} {label}" for k, label in KEYS.items()),
+            on_reason=self.sync_reason,
         )
         self.status = widgets.HTML().add_class("evalnb-status")
 
@@ -397,6 +528,7 @@ class Annotator(widgets.VBox):
             self.next_unreviewed_button,
             self.skip_button,
             self.undo_button,
+            self.list_button,
         ]
         top = [self.header, _row([self.progress, self.progress_label])]
         title = widgets.HTML(render.title(self.run.run_ids, self.annotator))
@@ -412,6 +544,7 @@ class Annotator(widgets.VBox):
                 self.unsaved,
                 _row([*self._verdict_buttons.values(), self.advance_box], **wrapped),
                 _row(moves, **wrapped),
+                self.list_box,
                 self.status,
             ],
             layout=widgets.Layout(

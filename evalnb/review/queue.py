@@ -56,11 +56,19 @@ class Queue:
     ``positions[i]`` is where the i-th queued sample sits in ``samples`` (one read of
     ``run.table("samples")``, so also in the Run's own table). Aligned with it:
     ``case_codes`` and ``variant_codes`` (category codes), ``failing`` (a check of the
-    sample fails), and ``check_fails`` / ``check_passes`` (what ``check`` says of it).
+    sample fails), ``check_fails`` / ``check_passes`` (what ``check`` says of it), and
+    ``outcome`` (0 a check fails, 1 all pass, 2 unscored, 3 no check).
+
+    With ``pair=(a, b)`` only the samples of variants ``a`` and ``b`` are queued, sorted
+    by run, case, repeat and then ``a`` before ``b``, so that the two samples of one case
+    and repeat are neighbours; :meth:`partner` finds the other one.
     """
 
-    def __init__(self, run: Run, where: Any, check: str | None):
+    def __init__(
+        self, run: Run, where: Any, check: str | None, pair: tuple[str, str] | None = None
+    ):
         self.run = run
+        self.pair = pair
         wanted = list(_SHOWN)
         if isinstance(where, str) or callable(where):
             wanted += [c for c in _where_columns() if c not in wanted]
@@ -70,12 +78,21 @@ class Queue:
         universe = _select(samples, where)
         codes = [samples[c].cat.codes.to_numpy() for c in ("run_id", "case_id", "variant")]
         repeat = samples["repeat"].to_numpy()
-        order = np.lexsort((repeat[universe], *(c[universe] for c in reversed(codes))))
+        if pair is None:
+            order = np.lexsort((repeat[universe], *(c[universe] for c in reversed(codes))))
+        else:
+            side = _sides(samples["variant"], pair)
+            universe = universe[side[universe] >= 0]
+            order = np.lexsort(
+                (side[universe], repeat[universe], codes[1][universe], codes[0][universe])
+            )
         self.positions = pos = universe[order]
         self.case_codes = codes[1][pos]
         self.variant_codes = codes[2][pos]
+        self._partners = _partners(codes[0], codes[1], codes[2], repeat, pos) if pair else {}
 
         every, rows = check_outcomes(run, None)
+        self.outcome = every[pos]
         self.failing = every[pos] == _FAIL
         machine = (every if check is None else check_outcomes(run, check)[0])[pos]
         self.check_fails, self.check_passes = machine == _FAIL, machine == _PASS
@@ -106,6 +123,11 @@ class Queue:
         rows, at = _matches(self.samples, keys, KEY)
         found[at] = rows
         return found
+
+    def partner(self, row: int) -> int | None:
+        """With ``pair``: the row in ``samples`` of the other variant's sample of the same
+        run, case and repeat (None when it is not queued)."""
+        return self._partners.get(row)
 
     def key(self, row: int) -> SampleKey:
         """The key of the sample at position ``row`` of ``samples``."""
@@ -141,6 +163,35 @@ class Queue:
                 for i in self._check_order[start:end].tolist()
             ],
         )
+
+
+def _sides(variants: pd.Series, pair: tuple[str, str]) -> np.ndarray:
+    """Per sample 0 for variant ``pair[0]``, 1 for ``pair[1]``, -1 for any other."""
+    names = [str(v) for v in variants.cat.categories]
+    missing = [v for v in pair if v not in names]
+    if missing or len(pair) != 2 or pair[0] == pair[1]:
+        options = ", ".join(repr(v) for v in names)
+        raise ValueError(
+            f"'compare' must name two different variants of the run ({options}); got {pair!r}"
+        )
+    lookup = np.full(len(names), -1, dtype=np.int8)
+    lookup[names.index(pair[0])] = 0
+    lookup[names.index(pair[1])] = 1
+    return lookup[variants.cat.codes.to_numpy()]
+
+
+def _partners(
+    runs: np.ndarray, cases: np.ndarray, variants: np.ndarray, repeat: np.ndarray, rows: np.ndarray
+) -> dict[int, int]:
+    """Rows of ``rows`` paired by run, case and repeat (two variants: one pair each)."""
+    first: dict[tuple[int, int, int], int] = {}
+    partners: dict[int, int] = {}
+    for row in rows.tolist():
+        where = (int(runs[row]), int(cases[row]), int(repeat[row]))
+        other = first.setdefault(where, row)
+        if other != row and variants[other] != variants[row]:
+            partners[row], partners[other] = other, row
+    return partners
 
 
 def _outcome(value: Any) -> bool | None:

@@ -46,6 +46,14 @@ CSS = """
 .evalnb-annotator .evalnb-body {border:1px solid var(--jp-border-color3,#eee); padding:0 6px}
 .evalnb-annotator .evalnb-earlier {white-space:nowrap; overflow:hidden; text-overflow:ellipsis}
 .evalnb-annotator .nb-unsaved {color:#9a6700; font-size:12px}
+.evalnb-annotator .nb-pair {width:100%; table-layout:fixed; border-collapse:separate;
+  border-spacing:6px 0}
+.evalnb-annotator .nb-side {vertical-align:top; padding:4px 6px;
+  border:1px solid var(--jp-border-color2,#ddd); border-radius:4px}
+.evalnb-annotator .nb-current {border:2px solid var(--jp-brand-color1,#1976d2)}
+.evalnb-annotator .nb-side .nb-pre {max-height:12em}
+.evalnb-annotator .evalnb-list select {font-family:var(--jp-code-font-family,monospace);
+  font-size:12px}
 .evalnb-keys-hint {font-size:12px; color:var(--jp-ui-font-color2,#666)}
 .evalnb-stale {margin:4px 0; padding:6px 10px; border-radius:4px; background:#ffebe9;
   color:#cf222e; border:1px solid #cf222e; font-weight:bold}
@@ -134,6 +142,56 @@ def body(sample: SampleView) -> str:
     parts.append(_section("Tool actions", _actions(sample.requested, sample.executed)))
     parts.append(_section("Checks", _checks(sample.checks)))
     return "".join(parts)
+
+
+def side_by_side(
+    shown: SampleView,
+    other: SampleView | None,
+    pair: tuple[str, str],
+    verdicts: tuple[str | None, str | None],
+) -> str:
+    """The shown sample and its partner (same case and repeat, the other variant of
+    ``pair``) in two columns, ``pair[0]`` on the left; the shown one is outlined.
+    ``verdicts`` are this reviewer's verdicts on (shown, other)."""
+    review = shown.review
+    instruction = (
+        esc(review) if not _missing(review) and review != "" else "<em>No review instruction.</em>"
+    )
+    columns = [(shown, verdicts[0], True), (other, verdicts[1], False)]
+    if shown.key["variant"] != pair[0]:
+        columns.reverse()
+    cells = []
+    for side, (sample, given, current) in zip(pair, columns, strict=True):
+        if sample is None:
+            cells.append(
+                f"<td class='nb-side'><div class='nb-title'>{esc(side)}</div>"
+                "<div class='nb-box'><i>No sample of this variant for this case and "
+                "repeat.</i></div></td>"
+            )
+            continue
+        mark = "nb-side nb-current" if current else "nb-side"
+        state = (
+            "<span class='nb-quiet'>not reviewed</span>"
+            if given is None
+            else f"<b class='{_VERDICT_CLASS[given]}'>{given.replace('_', ' ')}</b>"
+        )
+        badge = "#1a7f37" if sample.status == "completed" else "#cf222e"
+        if _missing(sample.answer):
+            error = "" if _missing(sample.error) else f": {esc(sample.error)}"
+            answer = f"<div class='nb-box nb-fail'>No answer ({esc(sample.status)}){error}</div>"
+        else:
+            answer = _pre(sample.answer)
+        cells.append(
+            f"<td class='{mark}'><div class='nb-side-head'>variant <b>{esc(side)}</b> "
+            f"<span class='nb-badge' style='background:{badge}'>{esc(sample.status)}</span> "
+            f"· {state}{' · <b>shown</b>' if current else ''}</div>"
+            f"{_section('Answer', answer)}{_section('Checks', _checks(sample.checks))}"
+            f"{_section('Prompt as sent', _pre(sample.prompt))}</td>"
+        )
+    return (
+        _section("Review instruction", f"<div class='nb-box nb-review'>{instruction}</div>")
+        + f"<table class='nb-pair'><tr>{''.join(cells)}</tr></table>"
+    )
 
 
 def _checks(checks: Sequence[tuple[Any, Any, Any]]) -> str:

@@ -38,9 +38,14 @@ from evalnb.review.drafts import DraftBook, DraftKey
 from evalnb.review.queue import Queue, SampleKey, SampleView
 from evalnb.store.verdicts import VERDICTS, VerdictStore, latest_verdicts, verdict_history
 
-__all__ = ["Filters", "ReviewState"]
+__all__ = ["LIST_SORTS", "Filters", "ReviewState"]
 
 _CODES = {verdict: code for code, verdict in enumerate(VERDICTS)}
+# the list's names of the queue's outcome codes (0 fail, 1 pass, 2 unscored, 3 no check)
+_OUTCOMES = ["fail", "pass", "unscored", "none"]
+
+#: How :meth:`ReviewState.listing` can sort the samples.
+LIST_SORTS = ("order", "case_id", "variant", "status", "checks", "verdict")
 _NONE = -1
 _SCAN = 1024
 
@@ -92,6 +97,7 @@ class ReviewState:
         where: Any = None,
         check: str | None = None,
         advance: bool = True,
+        compare: tuple[str, str] | None = None,
     ):
         if not isinstance(annotator, str) or not annotator.strip():
             raise ValueError(
@@ -111,7 +117,15 @@ class ReviewState:
         self._index = np.zeros(0, dtype=np.int64)
         self._at = 0
         self._reviewed = 0
-        self.queue = Queue(self.run, where, check)
+        if compare is not None:
+            if isinstance(compare, str) or len(compare) != 2:
+                raise ValueError(
+                    f"'compare' must be a pair of variant names such as ('v1', 'v2'); "
+                    f"got {compare!r}"
+                )
+            compare = (str(compare[0]), str(compare[1]))
+        self.compare = compare
+        self.queue = Queue(self.run, where, check, compare)
         self._positions = self.queue.positions
         self._load_verdicts()
         self._books = {
@@ -297,6 +311,63 @@ class ReviewState:
         return None if row is None else self.queue.view(row)
 
     @property
+    def partner(self) -> SampleView | None:
+        """With ``compare``: the other variant's sample of the shown case and repeat (None
+        without ``compare`` or when that sample is not in the run)."""
+        row = self._row()
+        other = None if row is None else self.queue.partner(row)
+        return None if other is None else self.queue.view(other)
+
+    def partner_verdict(self) -> str | None:
+        """This annotator's latest verdict on :attr:`partner` (None: none, or no partner)."""
+        row = self._row()
+        other = None if row is None else self.queue.partner(row)
+        code = _NONE if other is None else int(self._verdict[other])
+        return None if code == _NONE else VERDICTS[code]
+
+    def listing(self, search: str = "", sort: str = "order", limit: int = 200) -> pd.DataFrame:
+        """The samples of the selection as a list to jump from: one row per sample with
+        ``at`` (its place, for :meth:`go`), ``case_id``, ``variant``, ``repeat``,
+        ``status``, ``checks`` (``fail``: a check fails, ``pass``: every check passes,
+        ``unscored``, ``none``) and ``verdict`` (this annotator's, ``""`` when none).
+
+        ``search`` keeps the rows whose case, variant, status, checks or verdict contain it
+        (case-insensitive); ``sort`` is one of :data:`LIST_SORTS`; at most ``limit`` rows.
+        """
+        if sort not in LIST_SORTS:
+            options = ", ".join(repr(o) for o in LIST_SORTS)
+            raise ValueError(f"'sort' must be one of {options}; got {sort!r}")
+        queue, index = self.queue, self._index
+        rows = self._positions[index]
+        samples = queue.samples
+        verdict = self._verdict[rows]
+        frame = pd.DataFrame(
+            {
+                "at": np.arange(len(index)),
+                "case_id": samples["case_id"].to_numpy()[rows],
+                "variant": samples["variant"].to_numpy()[rows],
+                "repeat": samples["repeat"].to_numpy()[rows],
+                "status": samples["status"].to_numpy()[rows],
+                "checks": np.array(_OUTCOMES, dtype=object)[queue.outcome[index]],
+                "verdict": np.array([*VERDICTS, ""], dtype=object)[verdict],
+            }
+        )
+        if search.strip():
+            needle = search.strip().lower()
+            text = frame["case_id"].astype(str)
+            for column in ("variant", "status", "checks", "verdict"):
+                text = text + " " + frame[column].astype(str)
+            frame = frame[text.str.lower().str.contains(needle, regex=False).to_numpy()]
+        if sort == "checks":
+            # failing first: what a reviewer looks at first
+            rank = frame["checks"].map({o: i for i, o in enumerate(_OUTCOMES)})
+            frame = frame.assign(_rank=rank).sort_values(["_rank", "at"], kind="stable")
+            frame = frame.drop(columns="_rank")
+        elif sort != "order":
+            frame = frame.sort_values([sort, "at"], kind="stable", key=_text_key)
+        return frame.head(limit).reset_index(drop=True)
+
+    @property
     def verdict(self) -> str | None:
         """This annotator's latest verdict on the shown sample (None: none yet)."""
         row = self._row()
@@ -444,6 +515,10 @@ class ReviewState:
             self._note(int(rows[0]), _CODES[verdict], reason, saved_at)
         for callback in list(self.on_change):
             callback()
+
+
+def _text_key(column: pd.Series) -> pd.Series:
+    return column if column.name in ("at", "repeat") else column.astype(str)
 
 
 def _book(run_dir: str | os.PathLike[str], annotator: str) -> DraftBook:
