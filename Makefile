@@ -16,12 +16,20 @@ setup: $(BIN)/.installed
 demo: setup
 	$(BIN)/evalnb demo
 
-test: setup
+# Inspect AI in an environment of its own (its pins clash with evalnb's dev tools): the tests
+# read evalnb's Inspect exports back with Inspect's own code.
+INSPECT_VENV := build/peers-venv
+$(INSPECT_VENV)/.inspect-ai:
+	test -x $(INSPECT_VENV)/bin/python || $(PYTHON) -m venv $(INSPECT_VENV)
+	$(INSPECT_VENV)/bin/python -m pip install --quiet 'inspect-ai==0.3.285'
+	touch $@
+
+test: setup $(INSPECT_VENV)/.inspect-ai
 	scripts/ensure_browser.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/pytest
+	INSPECT_AI_PYTHON=$(CURDIR)/$(INSPECT_VENV)/bin/python $(BIN)/pytest
 
 lint: setup
 	$(BIN)/ruff check .

@@ -466,7 +466,7 @@ async def arun(
 
     if out is None:
         out = Path("runs") / f"run-{started:%Y%m%dT%H%M%SZ}-{os.urandom(2).hex()}"
-    path = Path(out)
+    path = store.run_path(out)
     if overwrite and resume:
         raise ValueError("'overwrite' and 'resume' exclude each other; got both True")
     if not resume and (path.exists() or path.is_symlink()):

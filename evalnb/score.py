@@ -102,7 +102,7 @@ async def ascore(
     partial: bool = False,
 ) -> str:
     """Async form of :func:`score`, with the same parameters."""
-    run_dir = Path(run_dir)
+    run_dir = store.run_path(run_dir)
     store.read_manifest(run_dir)  # not a run: say so before taking its lock
     # Mistakes in the arguments are said before the lock is taken (nothing is touched).
     if label is not None and (not set(label) <= _LABEL_CHARS or label == "run"):

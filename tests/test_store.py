@@ -1,5 +1,6 @@
 import json
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,38 @@ def test_manifest_of_another_schema_version_is_refused(tmp_path):
     store.write_json_atomic(out / "manifest.json", {**manifest, "schema_version": 99})
     with pytest.raises(StoreError, match="'schema_version' must be 1; got 99"):
         store.read_manifest(out)
+
+
+def test_a_run_directory_is_a_folder_or_a_file_url_and_an_object_store_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    import evalnb
+
+    url = (tmp_path / "by url").as_uri()  # file:///.../by%20url
+    evalnb.run([Case(id="c", prompt="p")], Function(lambda r: "ok"), out=url, progress=False)
+    assert (tmp_path / "by url" / "manifest.json").is_file()
+    assert len(evalnb.load(url).samples) == 1
+    monkeypatch.chdir(tmp_path)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evalnb.cli",
+            "run",
+            str(Path(__file__).parent.parent / "data" / "cases" / "shop.jsonl"),
+            "--standin",
+            "--out",
+            "s3://bucket/runs/shop",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "s3:// has no atomic rename or lock" in done.stderr
+    assert not (tmp_path / "s3:").exists()

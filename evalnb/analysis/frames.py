@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from evalnb._types import STATUSES
 from evalnb.analysis import display
 from evalnb.analysis._args import choice, names
-from evalnb.store import KEY, TABLES, VERDICTS, read_manifest, read_table
+from evalnb.store import KEY, TABLES, VERDICTS, read_manifest, read_table, run_path
 
 __all__ = ["Run", "load"]
 
@@ -75,9 +75,9 @@ def load(
     >>> run.samples.groupby("variant").size()           # doctest: +SKIP
     """
     if isinstance(path_or_paths, str | os.PathLike):
-        paths = [Path(path_or_paths)]
+        paths = [run_path(path_or_paths)]
     else:
-        paths = [Path(p) for p in path_or_paths]
+        paths = [run_path(p) for p in path_or_paths]
     if not paths:
         raise ValueError("'path_or_paths' must name at least one run directory; got none")
     manifests: dict[str, dict[str, Any]] = {}

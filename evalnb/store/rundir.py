@@ -13,6 +13,8 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -32,6 +34,7 @@ __all__ = [
     "read_table",
     "remove_orphan_parts",
     "replace_atomically",
+    "run_path",
     "sample_keys",
     "scorings",
     "write_json_atomic",
@@ -58,6 +61,30 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     replace_atomically(tmp, path)
+
+
+def run_path(location: str | os.PathLike[str]) -> Path:
+    """The folder a run directory names: a path, or a ``file://`` URL.
+
+    A run directory needs what a POSIX filesystem gives: atomic rename, fsync and an
+    advisory lock. An object store (``s3://``, ``gs://``, ...) has none of them, so its
+    URL is refused, saying to mount it or share a folder instead.
+    """
+    text = os.fsdecode(os.fspath(location))
+    scheme, sep, _ = text.partition("://")
+    if not sep or "/" in scheme or "\\" in scheme:
+        return Path(text)
+    if scheme.lower() == "file":
+        parts = urlsplit(text)
+        if parts.netloc not in ("", "localhost"):
+            raise StoreError(
+                f"{text}: a file:// URL must name this machine; got host {parts.netloc!r}"
+            )
+        return Path(url2pathname(parts.path))
+    raise StoreError(
+        f"{text}: a run directory must be a folder (local, or shared by every worker: NFS, a "
+        f"mounted bucket); {scheme}:// has no atomic rename or lock for the run's parts"
+    )
 
 
 def make_parents(path: Path) -> None:
