@@ -470,6 +470,12 @@ async def arun(
     if overwrite and resume:
         raise ValueError("'overwrite' and 'resume' exclude each other; got both True")
     if not resume and (path.exists() or path.is_symlink()):
+        if not (path / "manifest.json").is_file():
+            # Only a run is ever moved aside: any other folder is the user's.
+            raise StoreError(
+                f"{path}: output directory already exists and is not a run; choose another "
+                "out= (or --out)"
+            )
         if overwrite:
             _move_aside(path, started)
         elif command is None:
