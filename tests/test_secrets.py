@@ -9,6 +9,7 @@ or careless one does; nothing is mocked.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import sys
 import threading
@@ -84,6 +85,21 @@ class Hostile:
         if prompt == "huge":  # 20 MB of answer
             filler = "a" * (20 * 1024 * 1024)
             return web.json_response({"choices": [{"message": {"content": filler}}]})
+        if prompt == "chunked":  # no length announced: 2 MiB sent in pieces
+            stream = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await stream.prepare(request)
+            await stream.write(b'{"choices": [{"message": {"content": "')
+            for _ in range(32):
+                await stream.write(b"b" * 65536)
+            await stream.write(b'"}}]}')
+            return stream
+        if prompt == "bomb":  # 40 KB on the wire, 20 MiB once decoded
+            body = json.dumps({"choices": [{"message": {"content": "c" * (20 << 20)}}]})
+            packed = gzip.compress(body.encode())
+            return web.Response(
+                body=packed,
+                headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
+            )
         if prompt == "nan" and prompt not in self.nan_served:
             self.nan_served.add(prompt)
             return web.Response(status=429, headers={"Retry-After": "nan"}, text="slow down")
@@ -128,7 +144,8 @@ def test_no_form_of_the_key_is_stored_and_bounds_hold(
         backoff=0.01,
         max_response_bytes=1024 * 1024,
     )
-    cases = [Case(id=p, prompt=p) for p in ("escape", "long-error", "huge", "nan", "plain")]
+    prompts = ("escape", "long-error", "huge", "chunked", "bomb", "nan", "plain")
+    cases = [Case(id=p, prompt=p) for p in prompts]
     out = tmp_path / "run"
     started = time.monotonic()
     run(cases, target, out=out, progress=False)
@@ -143,6 +160,10 @@ def test_no_form_of_the_key_is_stored_and_bounds_hold(
     assert samples["huge"]["status"] == "error"
     assert "response too large" in samples["huge"]["error"]
     assert samples["huge"]["retries"] == 0  # not asked again: it would be as large again
+    assert "announced" in samples["huge"]["error"]
+    for name in ("chunked", "bomb"):  # counted as read, decoded
+        assert samples[name]["status"] == "error"
+        assert "over 1,048,576 bytes read" in samples[name]["error"], samples[name]["error"]
     assert samples["nan"]["status"] == "completed" and samples["nan"]["retries"] == 1
     assert samples["plain"]["answer"] == "ok plain"
 

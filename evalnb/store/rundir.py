@@ -51,13 +51,26 @@ def replace_atomically(tmp: Path, final: Path) -> None:
     os.chmod(final, 0o600)
 
 
+def _json_text(data: Any) -> str:
+    """``data`` as JSON, an object one top-level key per line and each value compact: as
+    readable as ``indent=2`` for a person scanning it, and written by the C encoder (a
+    manifest of 20,000 planned samples took a second to indent)."""
+    if not isinstance(data, dict) or not data:
+        return json.dumps(data, ensure_ascii=False, default=str)
+    lines = [
+        f"  {json.dumps(str(key), ensure_ascii=False)}: "
+        f"{json.dumps(value, ensure_ascii=False, default=str)}"
+        for key, value in data.items()
+    ]
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     """Write JSON under a temporary name, fsync, and rename over ``path`` (mode 0600)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     with open_private(tmp) as handle:
-        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-        handle.write(redact(text).encode())
+        handle.write(redact(_json_text(data)).encode())
         handle.flush()
         os.fsync(handle.fileno())
     replace_atomically(tmp, path)

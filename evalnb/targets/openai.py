@@ -46,19 +46,26 @@ async def _read_capped(
     response: httpx.Response, request: httpx.Request, cap: int
 ) -> httpx.Response:
     """The response with its body read, at most ``cap`` bytes of it (else ``_TooLarge``)."""
-    length = response.headers.get("content-length", "")
-    if length.isdigit() and int(length) > cap:
-        raise _TooLarge(f"{int(length):,} bytes announced")
+    headers = response.headers
+    length = headers.get("content-length", "")
+    if length.isdigit():
+        if int(length) > cap:
+            raise _TooLarge(f"{int(length):,} bytes announced")
+        if headers.get("content-encoding", "identity") == "identity":
+            # The usual answer: its length is known and is what decoding gives, so it is
+            # read as it is (HTTP/1.1 framing reads no byte beyond the length).
+            await response.aread()
+            return response
     chunks, size = [], 0
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > cap:
             raise _TooLarge(f"over {cap:,} bytes read")
         chunks.append(chunk)
-    headers = [(k, v) for k, v in response.headers.items() if k.lower() not in _WIRE_HEADERS]
+    kept = [(k, v) for k, v in headers.items() if k.lower() not in _WIRE_HEADERS]
     return httpx.Response(
         response.status_code,
-        headers=headers,
+        headers=kept,
         content=b"".join(chunks),
         request=request,
         extensions=response.extensions,
