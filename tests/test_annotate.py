@@ -178,6 +178,8 @@ def test_advance_moves_on_after_a_verdict(run_dir: Path) -> None:
     panel.fail_button.click()
     assert shown(panel) == ("read", "v1", 1)
     assert panel.reason.value == ""
+    # The confirmation stays after moving on, naming the sample left behind.
+    assert "Saved <b>fail</b> for read · v1 · repeat 0." in panel.status.value
 
 
 def test_filters(run_dir: Path) -> None:

@@ -313,7 +313,8 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
             try:
                 compare_and_side_by_side(second, lab)
             except BaseException:
-                second.screenshot(path=str(ARTIFACTS / "annotate-browser-failure.png"))
+                ARTIFACTS.mkdir(exist_ok=True)
+                second.screenshot(path=str(ARTIFACTS / "annotate-browser-failure-compare.png"))
                 raise
             assert dialogs == []
         except BaseException:

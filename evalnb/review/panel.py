@@ -251,12 +251,13 @@ class Annotator(widgets.VBox):
             self._say("No sample is shown: change the filters.")
             return
         label = f"{key['case_id']} · {key['variant']} · repeat {key['repeat']}"
-        self._say(f"Saved <b>{render.esc(verdict)}</b> for {render.esc(label)}.")
         if self.state.at != at:
-            self._render()  # moved on (advance): a new sample clears the message
+            self._render()  # moved on (advance): drawn first, so the message below stays
         else:
             self._render_verdict()
             self._render_progress()
+        # Named by its sample: after advancing it says what was saved for the one left.
+        self._say(f"Saved <b>{render.esc(verdict)}</b> for {render.esc(label)}.")
 
     # -- events from the widgets ----------------------------------------------------------
 
