@@ -78,7 +78,8 @@ def compare_and_side_by_side(page: Any, lab: Any) -> None:
     page.goto(f"{lab.url}/lab/workspaces/compare/tree/compare.ipynb?token={lab.token}")
     notebook = page.locator(f"{OPEN} .jp-Notebook")
     notebook.locator(".jp-Cell").first.wait_for()
-    lab.wait_kernels_idle(timeout=90)
+    lab.wait_notebook_idle("compare.ipynb")
+    notebook.locator(".jp-Cell").first.click()  # the notebook is the widget Run All acts on
     run_all(page)
     result = notebook.locator(".evalnb-result")
     result.wait_for(state="visible")

@@ -75,6 +75,26 @@ class Lab:
     def page_url(self, notebook: str) -> str:
         return f"{self.url}/lab/tree/{notebook}?token={self.token}"
 
+    def wait_notebook_idle(self, notebook: str, timeout: float = 90) -> None:
+        """Until ``notebook`` has a session whose kernel is idle (other notebooks' kernels
+        being idle says nothing about this one's, which may not have started yet)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                sessions = self.api("sessions")
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code < 500:
+                    raise
+                sessions = []
+            for session in sessions:
+                kernel = session.get("kernel") or {}
+                if session.get("path") == notebook and kernel.get("execution_state") == "idle":
+                    return
+            time.sleep(0.25)
+        raise TimeoutError(
+            f"{notebook}: no idle kernel after {timeout} s: {self.api('sessions')!r}"
+        )
+
     def wait_kernels_idle(self, timeout: float = 60) -> None:
         """Until at least one kernel runs and every kernel is idle."""
         deadline = time.monotonic() + timeout
