@@ -14,6 +14,7 @@ scheduling, sending the shard, the shard's Parquet parts and its commit marker.
 The machine is shared and noisy: the load average is printed beside the figures.
 
     .venv/bin/python benchmarks/cluster.py [--samples 400] [--shard-size 20] [--rounds 1]
+        [--keep-dask-profiler]
 
 (Named ``cluster.py``: a script named ``dask.py`` would shadow the ``dask`` package.)
 """
@@ -69,14 +70,27 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=400)
     parser.add_argument("--shard-size", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--keep-dask-profiler",
+        action="store_true",
+        help="leave Dask's statistical profiler on in the workers (its default)",
+    )
     args = parser.parse_args()
+    if not args.keep_dask_profiler:
+        # Each worker samples its threads every 10 ms by default; with a CPU-bound harness on
+        # every core that sampling competes with it. Workers read this from the environment.
+        os.environ["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
+    profiler = "on" if args.keep_dask_profiler else "off"
     repeats = 20
     cases = [Case(f"c{i:03d}", prompt=f"task {i}") for i in range(args.samples // repeats)]
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "harness.py"
         script.write_text(HARNESS)
         target = Command([sys.executable, str(script)])
-        print(f"{len(cases) * repeats} samples, shards of {args.shard_size}, {os.cpu_count()} CPUs")
+        print(
+            f"{len(cases) * repeats} samples, shards of {args.shard_size}, {os.cpu_count()} CPUs, "
+            f"Dask worker profiler {profiler}"
+        )
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         for round_ in range(args.rounds):
             base = Path(tmp) / f"round{round_}"
