@@ -379,6 +379,8 @@ def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         f"{diff['diff']:+.1%} (95% CI {diff.low:+.1%} to {diff.high:+.1%}, p = {diff.p_value:.3f})"
         f": {diff.verdict} (A = v1, B = v2)."
     )
+    if diff.note:  # why the verdict is what it is (too few cases for the exact test...)
+        print(f"Note: {str(diff.note).rstrip('.')}.")
     print(
         f"\nThe run is in {out}/ (Parquet + manifest.json). Next, in a notebook:\n"
         f"  import evalnb\n  run = evalnb.load({str(out)!r})\n"
