@@ -36,7 +36,7 @@ from evalnb.checks.judge import JUDGE
 from evalnb.evidence import canonical_answer, evidence_from
 from evalnb.manifest import check_resume, check_same_target, new_manifest, now
 from evalnb.prices import Prices, sample_cost
-from evalnb.targets import Target
+from evalnb.targets import CountingTarget, Target
 from evalnb.targets.cache import ResponseCache
 
 __all__ = ["RunInterrupted", "RunResult", "arun", "plan", "run"]
@@ -223,18 +223,6 @@ def fingerprint(messages: Sequence[Any]) -> str:
 
 def _default_canonical(answer: str, case: Case) -> str | None:
     return canonical_answer(answer, case.expect_keys)
-
-
-class _CountingTarget:
-    """Counts the calls made to a judge target, for the manifest."""
-
-    def __init__(self, target: Any):
-        self.target = target
-        self.calls = 0
-
-    async def complete(self, request: Request) -> Completion:
-        self.calls += 1
-        return await self.target.complete(request)
 
 
 def _json(value: Any) -> str | None:
@@ -529,7 +517,7 @@ async def arun(
     if on_start is not None:
         on_start(path)
 
-    counted_judge = _CountingTarget(judge) if judge is not None else None
+    counted_judge = CountingTarget(judge) if judge is not None else None
     async with contextlib.AsyncExitStack() as stack:
         stack.callback(lock.release)
         for resource in (target, judge):

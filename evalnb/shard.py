@@ -28,9 +28,9 @@ from tqdm.auto import tqdm
 
 from evalnb import store
 from evalnb._exceptions import EvalnbError, StoreError
-from evalnb._types import Case, Completion, Request, Variant
+from evalnb._types import Case, Variant
 from evalnb.checks.judge import JUDGE
-from evalnb.targets import OpenAIChat
+from evalnb.targets import CountingTarget, OpenAIChat
 
 __all__ = ["Shard", "ShardJob", "portable", "run_shard"]
 
@@ -75,18 +75,6 @@ def portable(target: Any) -> Any:
     return clone
 
 
-class _Counting:
-    """Counts the calls made to the judge on this worker, for the driver's manifest."""
-
-    def __init__(self, target: Any):
-        self.target = target
-        self.calls = 0
-
-    async def complete(self, request: Request) -> Completion:
-        self.calls += 1
-        return await self.target.complete(request)
-
-
 def _needs_key(target: Any, where: str) -> None:
     name = getattr(target, "api_key_env", None)
     if name and name not in os.environ:
@@ -115,7 +103,7 @@ async def _execute(job: ShardJob, shard: Shard, token: str) -> tuple[int, int]:
     execution.incomplete = 0
     execution.last_flush = time.monotonic()
     own_judge = portable(job.judge)
-    judge = _Counting(own_judge) if own_judge is not None else None
+    judge = CountingTarget(own_judge) if own_judge is not None else None
     reset = JUDGE.set(judge)
     try:
         async with contextlib.AsyncExitStack() as stack:

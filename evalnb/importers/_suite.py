@@ -73,6 +73,17 @@ def source_error(path: Path, message: str) -> CasesError:
     return CasesError(f"{path}: {message}")
 
 
+def read_json_source(path: Path, what: str) -> Any:
+    """The JSON in ``path``; ``what`` names the format in the one-line error (``an Inspect
+    log``, ``promptfoo results``)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise source_error(path, f"cannot read {what} ({exc.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise source_error(path, f"not {what}: not valid JSON ({exc})") from None
+
+
 def toml_value(value: Any) -> str:
     """A TOML value for strings, numbers, booleans, lists and tables (inline)."""
     if isinstance(value, bool):

@@ -31,7 +31,13 @@ from evalnb import store
 from evalnb._types import Case, CheckResult, Sample, Variant
 from evalnb.checks._base import THRESHOLD
 from evalnb.importers._records import text_of
-from evalnb.importers._suite import RECORD, ImportResult, Unsupported, source_error
+from evalnb.importers._suite import (
+    RECORD,
+    ImportResult,
+    Unsupported,
+    read_json_source,
+    source_error,
+)
 from evalnb.manifest import new_manifest, now
 
 __all__ = ["import_inspect_log", "read_inspect_log", "score_outcome"]
@@ -41,12 +47,7 @@ def read_inspect_log(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list
     """``(header, samples)`` of a ``.eval`` or ``.json`` Inspect log, samples in file order."""
     path = Path(path)
     if path.suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise source_error(path, f"cannot read the Inspect log ({exc.strerror})") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise source_error(path, f"not an Inspect log: not valid JSON ({exc})") from None
+        data = read_json_source(path, "an Inspect log")
         if not isinstance(data, dict) or "eval" not in data:
             raise source_error(path, "not an Inspect log: expected a JSON object with 'eval'")
         return data, list(data.get("samples") or [])

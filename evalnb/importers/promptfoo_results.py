@@ -25,7 +25,7 @@ from typing import Any
 
 from evalnb import store
 from evalnb._types import Case, CheckResult, Sample, Variant
-from evalnb.importers._suite import RECORD, ImportResult, source_error
+from evalnb.importers._suite import RECORD, ImportResult, read_json_source, source_error
 from evalnb.manifest import new_manifest, now
 
 __all__ = ["import_promptfoo_results"]
@@ -34,12 +34,7 @@ _ERROR_REASON = 2  # promptfoo's ResultFailureReason.ERROR
 
 
 def _rows(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise source_error(path, f"cannot read the promptfoo results ({exc.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise source_error(path, f"not promptfoo results: not valid JSON ({exc})") from None
+    data = read_json_source(path, "promptfoo results")
     results = data.get("results") if isinstance(data, dict) else None
     if isinstance(results, dict) and isinstance(results.get("results"), list):
         return results["results"], data

@@ -15,7 +15,7 @@ from evalnb.targets.command import Command
 from evalnb.targets.function import Function
 from evalnb.targets.openai import OpenAIChat
 
-__all__ = ["Command", "Function", "OpenAIChat", "Target"]
+__all__ = ["Command", "CountingTarget", "Function", "OpenAIChat", "Target"]
 
 
 @runtime_checkable
@@ -23,3 +23,15 @@ class Target(Protocol):
     """Anything with ``async complete(request) -> Completion``."""
 
     async def complete(self, request: Request) -> Completion: ...
+
+
+class CountingTarget:
+    """``target`` counting the calls made to it (the judge's, for the manifest)."""
+
+    def __init__(self, target: Target):
+        self.target = target
+        self.calls = 0
+
+    async def complete(self, request: Request) -> Completion:
+        self.calls += 1
+        return await self.target.complete(request)
