@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,31 +103,24 @@ def run_path(location: str | os.PathLike[str]) -> Path:
 
 def make_parents(path: Path) -> None:
     """Create the missing folders above ``path``, at most ``0755`` whatever the umask (under
-    ``umask 000`` a plain ``mkdir`` makes them writable by everyone)."""
+    ``umask 000`` a plain ``mkdir`` makes them writable by everyone). The umask can only
+    take bits away from the mode asked for, so it is never read (reading it means setting
+    it, for the whole process, for a moment)."""
     missing = [p for p in path.parents if not p.exists()]
     for folder in reversed(missing):
-        try:
-            folder.mkdir(mode=0o755)
-        except FileExistsError:
-            continue
-        os.chmod(folder, 0o755 & ~_umask())
+        folder.mkdir(mode=0o755, exist_ok=True)
 
 
 def write_text_file(path: str | os.PathLike[str], text: str) -> None:
     """Write an output file a user asked for (a report, a JUnit file) into an existing
     folder: readable by others, writable only by its owner (``0644`` at most, whatever the
-    umask)."""
-    path = Path(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    umask; an existing file keeps no more than that either)."""
+    fd = os.open(Path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        os.fchmod(handle.fileno(), 0o644 & ~_umask())
+        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+        if mode & ~0o644:
+            os.fchmod(handle.fileno(), mode & 0o644)
         handle.write(text)
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def create_run_dir(path: str | os.PathLike[str]) -> Path:
