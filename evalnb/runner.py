@@ -540,11 +540,15 @@ async def arun(
         manifest["status"] = "running"
         store.write_json_atomic(path / "manifest.json", manifest)
 
-        pending = [
-            (i, entry)
-            for i, entry in enumerate(planned)
-            if (entry[0].id, entry[1].name, entry[2]) not in done
-        ]
+        pending = (
+            [
+                (i, entry)
+                for i, entry in enumerate(planned)
+                if (entry[0].id, entry[1].name, entry[2]) not in done
+            ]
+            if done
+            else list(enumerate(planned))
+        )
         execution = _Execution(
             cached or target,
             store.RunWriter(path),

@@ -1,6 +1,7 @@
 """OpenAIChat and the runner against the real stand-in server on 127.0.0.1."""
 
 import asyncio
+import gzip
 import json
 import re
 import signal
@@ -355,56 +356,132 @@ def test_a_client_passed_in_is_used_as_it_is():
     assert json.loads(post.content)["messages"] == [{"role": "user", "content": "ping"}]
 
 
-@pytest.mark.parametrize("transport", TRANSPORT_NAMES)
-def test_the_request_sent_through_the_transport_is_the_one_the_client_would_send(
-    monkeypatch, transport
-):
-    # OpenAIChat sends through its own client's transport; what reaches the transport must be
-    # what client.post would have built: the client's headers, the key, the timeouts.
-    sent: list[httpx.Request] = []
+class Recorder:
+    """A real HTTP server on 127.0.0.1 (aiohttp) that keeps every chat request it gets and
+    answers as ``reply(prompt)`` says: ``(status, headers, body bytes)``."""
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(request)
-        reply = {"choices": [{"message": {"content": "pong"}, "finish_reason": "stop"}]}
-        return httpx.Response(200, json=reply)
+    def __init__(self, reply):
+        from aiohttp import web
 
-    monkeypatch.setattr(openai_target, "_transport", lambda name: httpx.MockTransport(handler))
-    monkeypatch.setenv("EVALNB_TEST_KEY", "sk-test")
-    monkeypatch.delenv("HTTP_PROXY", raising=False)
-    monkeypatch.delenv("HTTPS_PROXY", raising=False)
-    monkeypatch.delenv("ALL_PROXY", raising=False)
+        self.reply, self.seen = reply, []
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
 
+        async def chat(request):
+            body = await request.read()
+            self.seen.append((dict(request.headers), body))
+            status, headers, content = self.reply(json.loads(body)["messages"][-1]["content"])
+            return web.Response(status=status, headers=headers, body=content)
+
+        def serve():
+            asyncio.set_event_loop(self.loop)
+            app = web.Application()
+            app.router.add_post("/v1/chat/completions", chat)
+            self.runner = web.AppRunner(app)
+            self.loop.run_until_complete(self.runner.setup())
+            site = web.TCPSite(self.runner, "127.0.0.1", 0)
+            self.loop.run_until_complete(site.start())
+            self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}/v1"
+            ready.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=serve, daemon=True)
+        self.thread.start()
+        assert ready.wait(10)
+
+    def close(self):
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def _pong(prompt):
+    reply = {"choices": [{"message": {"content": f"pong {prompt}"}, "finish_reason": "stop"}]}
+    return 200, {"Content-Type": "application/json"}, json.dumps(reply).encode()
+
+
+def _complete(target, prompt, **params):
     async def go():
-        target = OpenAIChat(
-            "http://model.test/v1",
-            "m",
-            api_key_env="EVALNB_TEST_KEY",
-            timeout=7,
-            transport=transport,
-        )
         async with target:
-            await target.complete(request_for("ping", temperature=0.5))
-            expected = target._ensure_client().build_request(
-                "POST", "http://model.test/v1/chat/completions", content=b"{}"
-            )
-        return expected
+            return await target.complete(request_for(prompt, **params))
 
-    expected = asyncio.run(go())
-    (request,) = sent
-    assert str(request.url) == "http://model.test/v1/chat/completions"
-    assert request.headers["authorization"] == "Bearer sk-test"
-    assert request.headers["content-type"] == "application/json"
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("transport", TRANSPORT_NAMES)
+def test_the_request_sent_is_the_one_the_client_would_send(monkeypatch, transport):
+    # On "aiohttp" the chat request goes straight to the transport's aiohttp session; what
+    # reaches the server must be what client.post would have sent: its headers, the key,
+    # the body.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EVALNB_TEST_KEY", "sk-test")
+    server = Recorder(_pong)
+    try:
+        target = OpenAIChat(server.url, "m", api_key_env="EVALNB_TEST_KEY", transport=transport)
+        completion = _complete(target, "ping", temperature=0.5)
+        expected = httpx.AsyncClient().build_request("POST", server.url, content=b"{}")
+    finally:
+        server.close()
+    assert completion.text == "pong ping"
+    ((headers, body),) = server.seen
+    headers = {k.lower(): v for k, v in headers.items()}
+    assert headers["authorization"] == "Bearer sk-test"
+    assert headers["content-type"] == "application/json"
     for name in ("user-agent", "accept", "accept-encoding", "host"):
-        assert request.headers[name] == expected.headers[name]
-    assert request.extensions["timeout"] == expected.extensions["timeout"]
-    assert (
-        request.extensions["timeout"]["read"] == 7 and request.extensions["timeout"]["pool"] is None
-    )
-    assert json.loads(request.content) == {
+        assert headers[name] == expected.headers[name], name
+    assert body.decode() == completion.request
+    assert json.loads(body) == {
         "model": "m",
         "messages": [{"role": "user", "content": "ping"}],
         "temperature": 0.5,
     }
+
+
+def test_the_client_timeouts_reach_httpx_own_transport(monkeypatch):
+    # On "httpx" the request goes straight to the client's transport, with its timeouts.
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={"choices": [{"message": {"content": "pong"}}]})
+
+    monkeypatch.setattr(
+        openai_target, "_transport", lambda name, session: httpx.MockTransport(handler)
+    )
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    _complete(OpenAIChat("http://model.test/v1", "m", timeout=7, transport="httpx"), "ping")
+    (request,) = sent
+    assert request.extensions["timeout"]["read"] == 7
+    assert request.extensions["timeout"]["pool"] is None
+
+
+def _coded(prompt):
+    if prompt == "latin":  # an error body in the charset its header names
+        body = "trop de requêtes: réessayez".encode("iso-8859-1")
+        return 400, {"Content-Type": "text/plain; charset=iso-8859-1"}, body
+    reply = json.dumps({"choices": [{"message": {"content": "zipped " + "é" * 2000}}]})
+    return (
+        200,
+        {"Content-Encoding": "gzip", "Content-Type": "application/json"},
+        (gzip.compress(reply.encode())),
+    )
+
+
+@pytest.mark.parametrize("transport", TRANSPORT_NAMES)
+def test_bodies_are_decoded_alike_on_both_transports(transport):
+    # A gzip answer is read decoded; an error body is read in the charset it declares.
+    server = Recorder(_coded)
+    try:
+        completion = _complete(OpenAIChat(server.url, "m", transport=transport), "zip")
+        with pytest.raises(TargetError) as caught:
+            _complete(OpenAIChat(server.url, "m", transport=transport), "latin")
+    finally:
+        server.close()
+    assert completion.text == "zipped " + "é" * 2000
+    assert json.loads(completion.response)["choices"][0]["message"]["content"] == completion.text
+    assert str(caught.value) == "HTTP 400: trop de requêtes: réessayez"
 
 
 @pytest.mark.parametrize(

@@ -14,14 +14,18 @@ import re
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from evalnb._exceptions import TargetError
 from evalnb._secrets import public_url, redact, redact_json, register
 from evalnb._types import Completion, Request, ToolCall
+
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = ["TRANSPORTS", "OpenAIChat"]
 
@@ -34,45 +38,79 @@ _MAX_RETRY_AFTER = 60.0
 _LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=512)
 #: The largest response body read (decoded), by default: more is an incomplete sample.
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
-# Headers that describe the body as it came over the wire, not as it was read.
-_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 class _TooLarge(Exception):
     """A response body over the target's ``max_response_bytes``."""
 
 
-async def _read_capped(
-    response: httpx.Response, request: httpx.Request, cap: int
-) -> httpx.Response:
-    """The response with its body read, at most ``cap`` bytes of it (else ``_TooLarge``)."""
-    headers = response.headers
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """A response read whole, from either HTTP library: all the target looks at."""
+
+    status: int
+    reason: str
+    headers: Mapping[str, str]  # case-insensitive (httpx.Headers, aiohttp's CIMultiDict)
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        """The body decoded as httpx decodes it: the declared charset, else UTF-8."""
+        charset = _CHARSET.search(self.headers.get("content-type", ""))
+        if charset:
+            with contextlib.suppress(LookupError):
+                return self.body.decode(charset.group(1), errors="replace")
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+_CHARSET = re.compile(r"""charset=["']?([\w.:-]+)""", re.IGNORECASE)
+
+
+def _read_whole(headers: Mapping[str, str], cap: int) -> bool:
+    """Whether the body can be read at once: its announced length is what reading gives
+    (no content coding) and at most ``cap``; ``_TooLarge`` when the length is over it."""
     length = headers.get("content-length", "")
-    if length.isdigit():
-        if int(length) > cap:
-            raise _TooLarge(f"{int(length):,} bytes announced")
-        if headers.get("content-encoding", "identity") == "identity":
-            # The usual answer: its length is known and is what decoding gives, so it is
-            # read as it is (HTTP/1.1 framing reads no byte beyond the length).
-            await response.aread()
-            return response
-    chunks, size = [], 0
-    async for chunk in response.aiter_bytes():
+    if not length.isdigit():
+        return False
+    if int(length) > cap:
+        raise _TooLarge(f"{int(length):,} bytes announced")
+    return headers.get("content-encoding", "identity") == "identity"
+
+
+async def _capped(chunks: AsyncIterator[bytes], cap: int) -> bytes:
+    """The decoded body, at most ``cap`` bytes of it (else ``_TooLarge``)."""
+    read, size = [], 0
+    async for chunk in chunks:
         size += len(chunk)
         if size > cap:
             raise _TooLarge(f"over {cap:,} bytes read")
-        chunks.append(chunk)
-    kept = [(k, v) for k, v in headers.items() if k.lower() not in _WIRE_HEADERS]
-    return httpx.Response(
-        response.status_code,
-        headers=kept,
-        content=b"".join(chunks),
-        request=request,
-        extensions=response.extensions,
-    )
+        read.append(chunk)
+    return b"".join(read)
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+async def _read_httpx(response: httpx.Response, cap: int) -> _Reply:
+    """An httpx response read whole, at most ``cap`` bytes of it."""
+    if _read_whole(response.headers, cap):
+        # HTTP/1.1 framing reads no byte beyond the announced length.
+        body = await response.aread()
+    else:
+        body = await _capped(response.aiter_bytes(), cap)
+    return _Reply(response.status_code, response.reason_phrase, response.headers, body)
+
+
+async def _read_aiohttp(response: aiohttp.ClientResponse, cap: int) -> _Reply:
+    """An aiohttp response read whole (decoded by aiohttp), at most ``cap`` bytes of it."""
+    if _read_whole(response.headers, cap):
+        body = await response.read()
+    else:
+        body = await _capped(response.content.iter_any(), cap)
+    return _Reply(response.status, response.reason or "", response.headers, body)
+
+
+def _retry_after(response: _Reply) -> float | None:
     """Seconds the server asked us to wait (``Retry-After`` as seconds or HTTP date)."""
     value = response.headers.get("retry-after")
     if value is None:
@@ -90,7 +128,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
 
 
-def _error_text(response: httpx.Response) -> str:
+def _error_text(response: _Reply) -> str:
     try:
         body = response.json()
         message = body.get("error", {}).get("message") if isinstance(body, dict) else None
@@ -98,7 +136,7 @@ def _error_text(response: httpx.Response) -> str:
         message = None
     # Redacted before it is cut: a key split at the cut would get through in part.
     text = redact(str(message or response.text))[:200]
-    return f"HTTP {response.status_code}: {text or response.reason_phrase}"
+    return f"HTTP {response.status}: {text or response.reason}"
 
 
 def _chat_url(base_url: str) -> httpx.URL:
@@ -115,18 +153,21 @@ def _chat_url(base_url: str) -> httpx.URL:
     return url
 
 
-def _transport(name: str) -> httpx.AsyncBaseTransport:
-    """httpx's own transport or httpx-aiohttp's, both with the pool of ``_LIMITS``."""
-    if name == "httpx":
-        return httpx.AsyncHTTPTransport(limits=_LIMITS)
+def _aiohttp_session() -> aiohttp.ClientSession:
+    """aiohttp's connection pool, with the keep-alive of ``_LIMITS`` and no cap on
+    connections (httpx-aiohttp itself would leave aiohttp's 100 for max_connections=None)."""
     # Imported here: aiohttp would add a third of a second to importing the runner.
     import aiohttp
-    from httpx_aiohttp import AiohttpTransport
 
-    def session() -> aiohttp.ClientSession:
-        # limit=0 is no cap; httpx-aiohttp itself leaves aiohttp's 100 for max_connections=None.
-        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=_LIMITS.keepalive_expiry)
-        return aiohttp.ClientSession(connector=connector)
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=_LIMITS.keepalive_expiry)
+    return aiohttp.ClientSession(connector=connector)
+
+
+def _transport(name: str, session: aiohttp.ClientSession | None) -> httpx.AsyncBaseTransport:
+    """httpx's own transport, or httpx-aiohttp's on ``session``."""
+    if name == "httpx":
+        return httpx.AsyncHTTPTransport(limits=_LIMITS)
+    from httpx_aiohttp import AiohttpTransport
 
     return AiohttpTransport(limits=_LIMITS, client=session)
 
@@ -172,7 +213,11 @@ class OpenAIChat:
 
     The ``httpx.AsyncClient`` underneath runs on ``transport``: ``"aiohttp"`` (httpx-aiohttp's
     ``AiohttpTransport``, the default: several times less CPU per request than httpx's own)
-    or ``"httpx"``. A ``client`` passed in is used as it is, and ``transport`` is ignored.
+    or ``"httpx"``. On ``"aiohttp"``, with no proxy named in the environment, the chat requests
+    go straight to that transport's aiohttp session, with the headers and timeouts the client
+    would give them: converting each request and response between httpx's objects and
+    aiohttp's cost as much CPU as aiohttp itself. A ``client`` passed in is used as it is, and
+    ``transport`` is ignored.
     """
 
     def __init__(
@@ -252,7 +297,10 @@ class OpenAIChat:
         self._gate: asyncio.Semaphore | None = None
         # Set while this target's own client may be bypassed (see _post).
         self._direct: httpx.AsyncBaseTransport | None = None
-        self._sent_headers: dict[str, str] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._session_url: Any = None
+        self._session_timeout: Any = None
+        self._sent_headers: dict[str, str] = {"Content-Type": "application/json"}
         self._extensions: dict[str, Any] = {}
 
     async def __aenter__(self) -> OpenAIChat:
@@ -265,24 +313,39 @@ class OpenAIChat:
     async def aclose(self) -> None:
         """Close the client this target created (a client passed in is left open)."""
         if self._owns_client and self._client is not None:
-            await self._client.aclose()
+            await self._client.aclose()  # its transport closes the aiohttp session
             self._client = None
             self._direct = None
+            self._session = None
         self._gate = None
 
     def _ensure_client(self) -> httpx.AsyncClient:
         if self._client is None:
-            transport = _transport(self.transport)
+            session = _aiohttp_session() if self.transport == "aiohttp" else None
+            transport = _transport(self.transport, session)
             self._client = client = httpx.AsyncClient(
                 transport=transport,
                 timeout=httpx.Timeout(self.timeout, pool=None),
                 limits=_LIMITS,  # for the transports the client mounts for proxies
             )
-            # With a proxy named in the environment the client routes through it; otherwise
-            # the client adds nothing to its transport that this target needs.
-            self._direct = None if urllib.request.getproxies() else transport
             self._sent_headers = {**client.headers, "Content-Type": "application/json"}
             self._extensions = {"timeout": client.timeout.as_dict()}
+            # With a proxy named in the environment the client routes through it; otherwise
+            # the client adds nothing to its transport that this target needs.
+            if urllib.request.getproxies():
+                return client
+            if session is None:
+                self._direct = transport
+                return client
+            import aiohttp
+            import yarl
+
+            self._session = session
+            self._session_url = yarl.URL(str(self._url))
+            # What httpx-aiohttp makes of the client's timeouts (the pool's is None).
+            self._session_timeout = aiohttp.ClientTimeout(
+                total=None, sock_connect=self.timeout, sock_read=self.timeout
+            )
         return self._client
 
     def _in_flight(self) -> Any:
@@ -312,36 +375,42 @@ class OpenAIChat:
         body.update(request.params)
         return body
 
-    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
-        if response is not None and response.status_code == 429:
+    def _delay(self, attempt: int, response: _Reply | None) -> float:
+        if response is not None and response.status == 429:
             asked = _retry_after(response)
             if asked is not None:
                 return asked
         ceiling = min(self.max_backoff, self.backoff * 2**attempt)
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
-    async def _post(self, client: httpx.AsyncClient, content: bytes) -> httpx.Response:
+    async def _post(self, client: httpx.AsyncClient, content: bytes) -> _Reply:
         """POST ``content`` to the chat route and read the whole response."""
-        transport = self._direct
         cap = self.max_response_bytes
-        if transport is None:
-            headers = {"Content-Type": "application/json", **self._headers()}
-            async with client.stream("POST", self._url, content=content, headers=headers) as got:
-                return await _read_capped(got, got.request, cap)
+        headers = {**self._sent_headers, **self._headers()}
         # AsyncClient.send costs about as much CPU again as the aiohttp transport under it
-        # (auth flow, redirects, cookies, hooks: none of which this client has), which a
+        # (auth flow, redirects, cookies, hooks: none of which this client has), and the
+        # transport's conversion between httpx's objects and aiohttp's as much again, which a
         # fast local server shows (BENCHMARKS.md, runner (b)). The request is the one
         # client.post would build: the client's headers and timeouts.
+        if self._session is not None:
+            async with self._session.post(
+                self._session_url,
+                data=content,
+                headers=headers,
+                allow_redirects=False,
+                timeout=self._session_timeout,
+            ) as got:
+                return await _read_aiohttp(got, cap)
+        transport = self._direct
+        if transport is None:
+            async with client.stream("POST", self._url, content=content, headers=headers) as sent:
+                return await _read_httpx(sent, cap)
         request = httpx.Request(
-            "POST",
-            self._url,
-            content=content,
-            headers={**self._sent_headers, **self._headers()},
-            extensions=self._extensions,
+            "POST", self._url, content=content, headers=headers, extensions=self._extensions
         )
         response = await transport.handle_async_request(request)
         try:
-            return await _read_capped(response, request, cap)
+            return await _read_httpx(response, cap)
         finally:
             await response.aclose()
 
@@ -354,7 +423,7 @@ class OpenAIChat:
         retries = 0
         no_response: tuple[type[Exception], ...] = (*_transport_errors(), TimeoutError)
         while True:
-            response: httpx.Response | None = None
+            response: _Reply | None = None
             failure: str
             status = "error"
             try:
@@ -372,10 +441,10 @@ class OpenAIChat:
                 )
                 break
             else:
-                if response.status_code == 200:
+                if response.status == 200:
                     return self._parse(response, sent, retries)
                 failure = _error_text(response)
-                if response.status_code not in _RETRY_STATUS:
+                if response.status not in _RETRY_STATUS:
                     break
             if retries >= self.max_retries:
                 break
@@ -391,7 +460,7 @@ class OpenAIChat:
             failure = f"{failure} (after {retries} retries)"
         raise TargetError(self._redact(failure), status=status, partial=partial)
 
-    def _parse(self, response: httpx.Response, sent: str, retries: int) -> Completion:
+    def _parse(self, response: _Reply, sent: str, retries: int) -> Completion:
         raw = self._redact(response.text)
         try:
             data = json.loads(raw)
