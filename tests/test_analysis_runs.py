@@ -16,7 +16,13 @@ import pytest
 from evalnb._exceptions import StoreError
 from evalnb._types import CheckResult, Sample
 from evalnb.analysis import load, rates
-from evalnb.store import VERDICTS_SCHEMA, RunWriter, create_run_dir, write_json_atomic
+from evalnb.store import (
+    VERDICTS_SCHEMA,
+    RunWriter,
+    create_run_dir,
+    read_table,
+    write_json_atomic,
+)
 
 T0 = dt.datetime(2024, 6, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -203,6 +209,40 @@ def test_load_reads_tables_with_manifest_order_categories(small_run: Path) -> No
     assert run.verdicts.empty
     assert run.manifest["run_id"] == "r1"
     assert run.run_ids == ["r1"]
+
+
+def test_key_columns_read_as_categories_equal_the_stored_strings(tmp_path: Path) -> None:
+    # Key columns are read as Parquet dictionaries (one per part, each in its own order)
+    # and turned into categories: the values must be the stored strings, row for row, with
+    # the manifest's order first, a value the manifest does not know after it, nulls null.
+    rows = [
+        {
+            "case_id": case,
+            "variant": variant,
+            "repeat": r,
+            "status": "completed" if (r + i) % 3 else "timeout",
+            "checks": {"x": r % 2 == 0, "y": None} if case != "late" else {"z": True},
+        }
+        for i, case in enumerate(["c3", "c1", "late", "c2"])
+        for variant in ("v2", "v1")
+        for r in range(3)
+    ]
+    cases = [{"id": c} for c in ("c1", "c2", "c3")]  # "late" is not in the manifest
+    path = write_run(tmp_path / "r", rows, cases=cases, batch=5)
+    run = load(path)
+    for name, columns in (("samples", ["status", "model"]), ("checks", ["check_type"])):
+        frame = run.table(name, columns)
+        stored = read_table(path, name).to_pandas()
+        assert len(stored.columns) > len(frame.columns)
+        for column in frame.columns:
+            if isinstance(frame[column].dtype, pd.CategoricalDtype):
+                got = frame[column].astype(object).where(frame[column].notna(), None)
+                want = stored[column].astype(object).where(stored[column].notna(), None)
+                assert got.tolist() == want.tolist(), (name, column)
+    samples = run.samples
+    assert list(samples["case_id"].cat.categories) == ["c1", "c2", "c3", "late"]
+    assert samples["model"].isna().all()
+    assert list(run.checks["check"].cat.categories) == ["x", "y", "z"]
 
 
 def test_cases_frame_holds_case_fields(small_run: Path) -> None:

@@ -245,7 +245,11 @@ class Run:
 
     def _read(self, name: str, columns: list[str]) -> pd.DataFrame:
         scoring = self.scoring if name == "checks" else None
-        tables = [read_table(path, name, columns, scoring) for path in self.paths.values()]
+        coded = [c for c in columns if c in _CATEGORICAL]
+        tables = [
+            read_table(path, name, columns, scoring, dictionaries=coded)
+            for path in self.paths.values()
+        ]
         table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         data = {
             column: self._run_id_column(tables, table)
@@ -261,7 +265,12 @@ class Run:
         for index, (run_id, part) in enumerate(zip(self.paths, tables, strict=True)):
             values = part.column("run_id")
             same = len(values) == 0 or (
-                values.null_count == 0 and pc.all(pc.equal(values, run_id)).as_py()
+                values.null_count == 0
+                and all(
+                    # A chunk's dictionary holds the values it uses: all equal, all equal.
+                    pc.all(pc.equal(chunk.dictionary, run_id)).as_py()
+                    for chunk in values.chunks
+                )
             )
             if not same:
                 return self._column("run_id", table.column("run_id"))
@@ -271,8 +280,10 @@ class Run:
 
     def _column(self, name: str, values: pa.ChunkedArray) -> pd.Series:
         kind = values.type
-        if name in _CATEGORICAL and pa.types.is_string(kind):
+        if name in _CATEGORICAL and pa.types.is_dictionary(kind):
             return pd.Series(self._categorical(name, values), copy=False)
+        if name in _CATEGORICAL and pa.types.is_string(kind):
+            return pd.Series(self._categorical(name, pc.dictionary_encode(values)), copy=False)
         if pa.types.is_boolean(kind):
             if values.null_count:
                 return values.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
@@ -284,19 +295,32 @@ class Run:
         return values.to_pandas()
 
     def _categorical(self, name: str, values: pa.ChunkedArray) -> pd.Categorical:
-        """Key strings as a Categorical whose categories follow the manifest's order."""
+        """Key strings (dictionary arrays) as a Categorical whose categories follow the
+        manifest's order; each chunk's few distinct strings are looked up, not every row."""
+        values = values.unify_dictionaries()
+        chunks = values.chunks
+        words = chunks[0].dictionary if chunks else pa.array([], pa.string())
         if name == "check":
             # No manifest order for check names: keep the order they were first written.
-            encoded = values.dictionary_encode().combine_chunks()
-            codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-            return pd.Categorical.from_codes(codes, encoded.dictionary.to_pylist())
-        categories = self._categories(name, ())
-        codes = pc.index_in(values, value_set=pa.array(categories, pa.string()))
-        if codes.null_count > values.null_count:
-            unknown = pc.filter(values, pc.and_(pc.is_null(codes), pc.is_valid(values)))
-            categories = self._categories(name, pc.unique(unknown).to_pylist())
-            codes = pc.index_in(values, value_set=pa.array(categories, pa.string()))
-        codes = pc.fill_null(codes, -1).to_numpy()
+            categories = words.to_pylist()
+            remap = np.arange(len(categories), dtype=np.int64)
+        else:
+            categories = self._categories(name, words.to_pylist())
+            lookup = pc.index_in(words, value_set=pa.array(categories, pa.string()))
+            remap = lookup.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = np.empty(len(values), dtype=np.int32 if len(categories) < 2**31 else np.int64)
+        start = 0
+        for chunk in chunks:
+            if chunk.null_count == len(chunk) or not len(remap):
+                part: Any = -1
+            elif chunk.null_count:
+                indices = pc.fill_null(chunk.indices, 0).to_numpy(zero_copy_only=False)
+                valid = chunk.is_valid().to_numpy(zero_copy_only=False)
+                part = np.where(valid, remap[indices], -1)
+            else:
+                part = remap[chunk.indices.to_numpy(zero_copy_only=False)]
+            codes[start : start + len(chunk)] = part
+            start += len(chunk)
         return pd.Categorical.from_codes(codes, categories)
 
     def _categories(self, name: str, observed: Iterable[Any]) -> list[Any]:

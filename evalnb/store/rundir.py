@@ -293,11 +293,15 @@ def read_table(
     table: str,
     columns: Sequence[str] | None = None,
     scoring: str | None = None,
+    dictionaries: Sequence[str] = (),
 ) -> pa.Table:
     """All committed parts of one table as a pyarrow Table with the declared schema.
 
     For ``checks``, ``scoring`` picks a set of results by label: ``"run"`` for the run's
-    own, a rescoring's label, or ``None`` for the newest.
+    own, a rescoring's label, or ``None`` for the newest. The string columns named in
+    ``dictionaries`` come as dictionary arrays (one string per distinct value and chunk, as
+    Parquet stores them): key columns read this way are several times faster to turn into
+    categories.
     """
     if table not in TABLES:
         raise ValueError(f"'table' must be one of {sorted(TABLES)}; got {table!r}")
@@ -315,10 +319,25 @@ def read_table(
         # Verdicts are small parts saved one click at a time: one damaged part must not
         # hide the rest (samples and checks stay strict: a gap there would bias rates).
         parts = _readable(Path(run_dir), parts)
+    coded = [c for c in dictionaries if c in schema.names]
+    if coded:
+        schema = pa.schema(
+            [
+                pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if f.name in coded else f
+                for f in schema
+            ],
+            metadata=schema.metadata,
+        )
     if not parts:
         return schema.empty_table()
     # One dataset over all parts reads them in parallel; a run has a part per flush.
-    dataset = ds.dataset([str(p) for p in parts], schema=TABLES[table], format="parquet")
+    full = pa.schema(
+        [schema.field(f.name) if f.name in coded else f for f in TABLES[table]],
+        metadata=schema.metadata,
+    )
+    options = ds.ParquetReadOptions(dictionary_columns=coded)
+    parquet = ds.ParquetFileFormat(read_options=options)
+    dataset = ds.dataset([str(p) for p in parts], schema=full, format=parquet)
     return dataset.to_table(columns=list(schema.names)).replace_schema_metadata(schema.metadata)
 
 
