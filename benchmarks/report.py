@@ -5,8 +5,10 @@ load the run, render the text report and the HTML page, write the page. It repor
 time after its imports (the goal: 100 cases <= 1 s, 1,000 cases <= 5 s, interpreter start
 and imports excluded) and the imports apart. The same-run baseline is ``evalnb/report.py``
 as of ``--before`` (default 5f09da2, the last commit before the figures were cut to the
-cases to look at), read from git and run against this tree's analysis and plots. Rounds
-alternate before and after; medians and best of the rounds are reported.
+cases to look at), read from git and run against this tree's analysis and plots. "after"
+draws the figures in as many processes as ``evalnb report`` does (the CPUs it may use);
+"after, 1 process" draws them all in one. The order of the three rotates each round;
+medians and best of the rounds are reported.
 
 The runs: 2 variants x 10 repeats per case, 3 checks (one unscored for a tenth of the
 cases), 1% of samples timed out, latencies log-normal, per-case pass rates from a beta
@@ -37,11 +39,11 @@ SIZES = (100, 1_000)
 
 # The child: imports first (timed apart), then what `evalnb report RUN --html FILE` does.
 CHILD = """
-import importlib.util, json, sys, time
+import importlib.util, inspect, json, os, sys, time
 started = time.perf_counter()
 from evalnb.analysis import load
 import evalnb.plots
-if sys.argv[2] == "-":
+if sys.argv[2] in ("-", "1"):
     import evalnb.report as report
 else:
     spec = importlib.util.spec_from_file_location("report_before", sys.argv[2])
@@ -50,7 +52,10 @@ else:
 imported = time.perf_counter()
 run = load(sys.argv[1])
 if hasattr(report, "render_report"):  # one analysis for both, as `evalnb report --html` does
-    text, page = report.render_report(run, html=True)
+    # As many drawing processes as `evalnb report` uses ("1": one, for comparison).
+    cpus = 1 if sys.argv[2] == "1" else len(os.sched_getaffinity(0))
+    drawing = {"processes": cpus} if "processes" in inspect.signature(report.render_report).parameters else {}
+    text, page = report.render_report(run, html=True, **drawing)
 else:
     text, page = report.report_text(run), report.report_html(run)
 with open(sys.argv[3], "w", encoding="utf-8") as handle:
@@ -123,10 +128,10 @@ def main() -> None:
             ).stdout
         )
         runs = {n: write_run(tmp / f"cases{n}", rows(n), batch=5_000) for n in SIZES}
-        versions = {"before": str(before), "after": "-"}
+        versions = {"before": str(before), "after": "-", "after, 1 process": "1"}
         results: dict[tuple[int, str], list[dict]] = {}
         for r in range(args.rounds):
-            order = list(versions) if r % 2 == 0 else list(reversed(versions))
+            order = list(versions)[r % 3 :] + list(versions)[: r % 3]
             for n in SIZES:
                 for name in order:
                     result = once(runs[n], versions[name], tmp / f"{name}{n}.html")

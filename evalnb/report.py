@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -97,18 +99,22 @@ def render_report(
     html: bool = False,
     markdown: bool = False,
     prices: Prices | str | os.PathLike[str] | None = None,
+    processes: int = 1,
 ) -> tuple[str, str | None]:
     """The text report (Markdown with ``markdown=True``) and, with ``html=True``, the HTML
     page, from one analysis of ``run``; with ``prices`` (a price table file or mapping) it
     has a section on what the run cost.
 
-    ``evalnb report --html`` needs both: this computes the sections once for the two.
+    ``evalnb report --html`` needs both: this computes the sections once for the two. With
+    ``processes`` > 1 (on Linux) the page's figures are drawn in that many forked processes
+    at once: what ``evalnb report`` does, in a process of its own. Never from a process with
+    threads of its own (a notebook kernel): a forked copy of it may deadlock.
     """
     title, sections = _sections(run, baseline=baseline, check=check, level=level)
     if prices is not None:
         sections.append(_cost_section(run, prices))
     text = (_markdown if markdown else _text)(title, sections)
-    return text, (_html(title, sections) if html else None)
+    return text, (_html(title, sections, processes) if html else None)
 
 
 def render_history(
@@ -232,7 +238,8 @@ def _markdown_text(text: str) -> str:
     return "".join("\\" + c if c in "\\`*_[]#" else c for c in flat)
 
 
-def _html(title: str, sections: list[Section]) -> str:
+def _html(title: str, sections: list[Section], processes: int = 1) -> str:
+    images = iter(_images([p for s in sections for p in s.plots], processes))
     body = [f"<h1>{html.escape(title)}</h1>"]
     for section in sections:
         body.append(f"<h2>{html.escape(section.title)}</h2>")
@@ -241,7 +248,7 @@ def _html(title: str, sections: list[Section]) -> str:
         else:
             body.append(section.table.to_html(index=False, border=0, escape=True))
         body += [f"<p class='note'>{html.escape(note)}</p>" for note in section.notes]
-        body += [_image(plot) for plot in section.plots]
+        body += [next(images) for _ in section.plots]
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
@@ -269,6 +276,53 @@ def _image(plot: Plot) -> str:
         data = render_png(plot.draw)
     encoded = base64.b64encode(data).decode("ascii")
     return f"<img class='plot' alt='{html.escape(plot.alt)}' src='data:image/png;base64,{encoded}'>"
+
+
+def _images(plots: list[Plot], processes: int) -> list[str]:
+    """Each plot as an ``<img>``; with ``processes`` > 1, drawn by that many processes.
+
+    matplotlib draws on one core, and the figures are most of the page's time. The forked
+    children share the plots' data as it is (only the drawn figures come back); a
+    child that fails leaves its figures to be drawn here.
+    """
+    processes = min(processes, len(plots))
+    if processes < 2 or sys.platform != "linux":
+        return [_image(plot) for plot in plots]
+    # Snake order (0 1 1 0 0 1 ...): the first figure, usually the largest, shares its
+    # process with the smallest of the next ones.
+    shares: list[list[int]] = [[] for _ in range(processes)]
+    for i in range(len(plots)):
+        lap, at = divmod(i, processes)
+        shares[at if lap % 2 == 0 else processes - 1 - at].append(i)
+    children = [(_fork_drawing(plots, part), part) for part in shares[1:]]
+    drawn = {i: _image(plots[i]) for i in shares[0]}
+    for (pid, pipe), part in children:
+        with os.fdopen(pipe, "rb") as reader:
+            payload = reader.read()
+        os.waitpid(pid, 0)
+        got = json.loads(payload) if payload else None
+        drawn.update(dict(got) if got else {i: _image(plots[i]) for i in part})
+    return [drawn[i] for i in range(len(plots))]
+
+
+def _fork_drawing(plots: list[Plot], share: list[int]) -> tuple[int, int]:
+    """Fork a child that draws ``plots[i]`` for each ``i`` of ``share`` and sends the
+    ``<img>`` tags back as JSON pairs; (its pid, the pipe's reading end)."""
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(writing)
+        return pid, reading
+    try:  # the child: never returns
+        os.close(reading)
+        try:
+            payload = json.dumps([[i, _image(plots[i])] for i in share]).encode()
+        except BaseException:  # the parent draws these figures itself
+            payload = b""
+        with os.fdopen(writing, "wb") as writer:
+            writer.write(payload)
+    finally:
+        os._exit(0)
 
 
 def _plots() -> Any:

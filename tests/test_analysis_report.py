@@ -117,3 +117,31 @@ def test_dollar_signs_in_ids_are_text_not_maths(tmp_path: Path) -> None:
     assert set(ids) <= set(labels)
     ax.figure.canvas.draw()  # typesetting "$\frac{$" as maths raised here
     plt.close(ax.figure)
+
+
+def test_figures_drawn_by_forked_processes_are_the_same_page(shop: Path) -> None:
+    # `evalnb report` draws the figures in as many processes as it may use: the page is the
+    # same byte for byte (the PNGs depend only on the data), whatever the number.
+    run = load(shop)
+    one = render_report(run, html=True)[1]
+    assert one is not None and one.count("<img class='plot'") == 4
+    for processes in (2, 3, 8):
+        assert render_report(run, html=True, processes=processes)[1] == one
+
+
+def test_a_figure_a_forked_process_fails_to_draw_is_drawn_by_the_parent(shop: Path) -> None:
+    import os
+
+    from evalnb import plots
+    from evalnb.report import Plot, _images
+
+    parent = os.getpid()
+
+    def only_here() -> object:
+        if os.getpid() != parent:
+            raise RuntimeError("no drawing in a child")
+        return plots.plot_latency(load(shop))
+
+    drawn = _images([Plot("first", only_here), Plot("second", only_here)], processes=2)
+    assert [tag.split("alt='")[1].split("'")[0] for tag in drawn] == ["first", "second"]
+    assert all("data:image/png;base64," in tag for tag in drawn)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -75,7 +76,10 @@ def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None) -> 
         text, page = render_history(args.history, check=args.check, level=args.level, **shown)
     else:
         options = {"baseline": args.baseline, "check": args.check, "level": args.level}
-        text, page = render_report(load(args.run), **shown, **options)
+        # The figures are drawn by as many processes as this one may use: it has no
+        # threads of its own, so forking it is safe.
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        text, page = render_report(load(args.run), **shown, **options, processes=cpus)
     if page is not None:
         try:
             write_text_file(args.html, page)
