@@ -54,7 +54,8 @@ run = load(sys.argv[1])
 if hasattr(report, "render_report"):  # one analysis for both, as `evalnb report --html` does
     # As many drawing processes as `evalnb report` uses ("1": one, for comparison).
     cpus = 1 if sys.argv[2] == "1" else len(os.sched_getaffinity(0))
-    drawing = {"processes": cpus} if "processes" in inspect.signature(report.render_report).parameters else {}
+    takes = "processes" in inspect.signature(report.render_report).parameters
+    drawing = {"processes": cpus} if takes else {}
     text, page = report.render_report(run, html=True, **drawing)
 else:
     text, page = report.report_text(run), report.report_html(run)
