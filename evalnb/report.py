@@ -11,12 +11,13 @@ matplotlib's time grows with every row drawn, and it is most of the page's time.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -282,32 +283,39 @@ def _images(plots: list[Plot], processes: int) -> list[str]:
     """Each plot as an ``<img>``; with ``processes`` > 1, drawn by that many processes.
 
     matplotlib draws on one core, and the figures are most of the page's time. The forked
-    children share the plots' data as it is (only the drawn figures come back); a
-    child that fails leaves its figures to be drawn here.
+    children share the plots' data as it is; each process, this one too, takes the next
+    figure not yet taken until none is left, so a large figure does not wait behind
+    another. Only the drawn figures travel back; one a child did not send is drawn here.
     """
     processes = min(processes, len(plots))
-    if processes < 2 or sys.platform != "linux":
+    if processes < 2 or sys.platform != "linux" or len(plots) > 255:
         return [_image(plot) for plot in plots]
-    # Snake order (0 1 1 0 0 1 ...): the first figure, usually the largest, shares its
-    # process with the smallest of the next ones.
-    shares: list[list[int]] = [[] for _ in range(processes)]
-    for i in range(len(plots)):
-        lap, at = divmod(i, processes)
-        shares[at if lap % 2 == 0 else processes - 1 - at].append(i)
-    children = [(_fork_drawing(plots, part), part) for part in shares[1:]]
-    drawn = {i: _image(plots[i]) for i in shares[0]}
-    for (pid, pipe), part in children:
+    # The figures to take, one byte each: a read of one byte from a pipe is one take.
+    tasks, writing = os.pipe()
+    os.write(writing, bytes(range(len(plots))))
+    os.close(writing)
+    try:
+        children = [_fork_drawing(plots, tasks) for _ in range(processes - 1)]
+        drawn = dict(_take(plots, tasks))
+    finally:
+        os.close(tasks)
+    for pid, pipe in children:
         with os.fdopen(pipe, "rb") as reader:
             payload = reader.read()
         os.waitpid(pid, 0)
-        got = json.loads(payload) if payload else None
-        drawn.update(dict(got) if got else {i: _image(plots[i]) for i in part})
-    return [drawn[i] for i in range(len(plots))]
+        drawn.update(json.loads(payload) if payload else [])
+    return [drawn.get(str(i)) or _image(plot) for i, plot in enumerate(plots)]
 
 
-def _fork_drawing(plots: list[Plot], share: list[int]) -> tuple[int, int]:
-    """Fork a child that draws ``plots[i]`` for each ``i`` of ``share`` and sends the
-    ``<img>`` tags back as JSON pairs; (its pid, the pipe's reading end)."""
+def _take(plots: list[Plot], tasks: int) -> Iterator[tuple[str, str]]:
+    """(index, ``<img>``) of each figure this process takes from ``tasks``."""
+    while taken := os.read(tasks, 1):
+        yield str(taken[0]), _image(plots[taken[0]])
+
+
+def _fork_drawing(plots: list[Plot], tasks: int) -> tuple[int, int]:
+    """Fork a child that draws the figures it takes from ``tasks`` and sends them back as
+    JSON pairs; (its pid, the reading end of its pipe)."""
     reading, writing = os.pipe()
     pid = os.fork()
     if pid:
@@ -315,12 +323,11 @@ def _fork_drawing(plots: list[Plot], share: list[int]) -> tuple[int, int]:
         return pid, reading
     try:  # the child: never returns
         os.close(reading)
-        try:
-            payload = json.dumps([[i, _image(plots[i])] for i in share]).encode()
-        except BaseException:  # the parent draws these figures itself
-            payload = b""
+        drawn: list[tuple[str, str]] = []
+        with contextlib.suppress(BaseException):  # what it did not draw, the parent draws
+            drawn.extend(_take(plots, tasks))
         with os.fdopen(writing, "wb") as writer:
-            writer.write(payload)
+            writer.write(json.dumps(drawn).encode())
     finally:
         os._exit(0)
 
