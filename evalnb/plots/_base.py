@@ -148,8 +148,16 @@ def render_png(plot: Callable[..., Axes], /, *args: Any, dpi: int = 100, **kwarg
         ax = plot(*args, **kwargs)
     finally:
         _OFFSCREEN.reset(token)
+    figure = _root_figure(ax)
+    engine = figure.get_layout_engine()
+    if engine is not None:
+        # Laid out once and kept: savefig would lay the figure out in a first pass that
+        # draws without rendering and again in the drawing itself (the same pixels, about a
+        # tenth more of the time).
+        engine.execute(figure)
+        figure.set_layout_engine("none")
     buffer = io.BytesIO()
-    _root_figure(ax).savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    figure.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
     return buffer.getvalue()
 
 
