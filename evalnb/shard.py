@@ -71,7 +71,7 @@ def portable(target: Any) -> Any:
     clone = copy.copy(target)
     clone._client = None
     clone._direct = None
-    clone._session = None
+    clone._aiohttp = None
     clone._gate = None
     return clone
 

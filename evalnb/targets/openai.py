@@ -26,6 +26,7 @@ from evalnb._types import Completion, Request, ToolCall
 
 if TYPE_CHECKING:
     import aiohttp
+    import yarl
 
 __all__ = ["TRANSPORTS", "OpenAIChat"]
 
@@ -297,9 +298,8 @@ class OpenAIChat:
         self._gate: asyncio.Semaphore | None = None
         # Set while this target's own client may be bypassed (see _post).
         self._direct: httpx.AsyncBaseTransport | None = None
-        self._session: aiohttp.ClientSession | None = None
-        self._session_url: Any = None
-        self._session_timeout: Any = None
+        # Set while chat requests go straight to aiohttp: its session, the URL, the timeouts.
+        self._aiohttp: tuple[aiohttp.ClientSession, yarl.URL, aiohttp.ClientTimeout] | None = None
         self._sent_headers: dict[str, str] = {"Content-Type": "application/json"}
         self._extensions: dict[str, Any] = {}
 
@@ -316,7 +316,7 @@ class OpenAIChat:
             await self._client.aclose()  # its transport closes the aiohttp session
             self._client = None
             self._direct = None
-            self._session = None
+            self._aiohttp = None
         self._gate = None
 
     def _ensure_client(self) -> httpx.AsyncClient:
@@ -340,12 +340,11 @@ class OpenAIChat:
             import aiohttp
             import yarl
 
-            self._session = session
-            self._session_url = yarl.URL(str(self._url))
-            # What httpx-aiohttp makes of the client's timeouts (the pool's is None).
-            self._session_timeout = aiohttp.ClientTimeout(
+            # The timeouts: what httpx-aiohttp makes of the client's (the pool's is None).
+            timeouts = aiohttp.ClientTimeout(
                 total=None, sock_connect=self.timeout, sock_read=self.timeout
             )
+            self._aiohttp = (session, yarl.URL(str(self._url)), timeouts)
         return self._client
 
     def _in_flight(self) -> Any:
@@ -392,13 +391,10 @@ class OpenAIChat:
         # transport's conversion between httpx's objects and aiohttp's as much again, which a
         # fast local server shows (BENCHMARKS.md, runner (b)). The request is the one
         # client.post would build: the client's headers and timeouts.
-        if self._session is not None:
-            async with self._session.post(
-                self._session_url,
-                data=content,
-                headers=headers,
-                allow_redirects=False,
-                timeout=self._session_timeout,
+        if self._aiohttp is not None:
+            session, url, timeouts = self._aiohttp
+            async with session.post(
+                url, data=content, headers=headers, allow_redirects=False, timeout=timeouts
             ) as got:
                 return await _read_aiohttp(got, cap)
         transport = self._direct
