@@ -1,15 +1,15 @@
 """``evalnb report --html`` on runs of 100 and 1,000 cases, this tree beside an earlier one.
 
 Each measurement is a fresh interpreter doing what ``evalnb report RUN --html FILE`` does:
-load the run, render the text report and the HTML page, write the page. It reports the
-time after its imports (the goal: 100 cases <= 1 s, 1,000 cases <= 5 s, interpreter start
-and imports excluded) and the imports apart; the imports end with a full garbage collection
-(the interpreter's first after them, which would otherwise land in the work timed). The same-run baseline is ``evalnb/report.py``
-as of ``--before`` (default 5f09da2, the last commit before the figures were cut to the
-cases to look at), read from git and run against this tree's analysis and plots. "after"
-draws the figures in as many processes as ``evalnb report`` does (the CPUs it may use);
-"after, 1 process" draws them all in one. The order of the three rotates each round;
-medians and best of the rounds are reported.
+load the run, render the text report and the HTML page, write the page. It reports the time
+after its imports (the goal: 100 cases <= 1 s, 1,000 cases <= 5 s, interpreter start and
+imports excluded) and the imports apart; the imports end with a full garbage collection (the
+interpreter's first after them, which would otherwise land in the work timed). The same-run
+baseline is ``evalnb/report.py`` as of ``--before`` (default 5f09da2, the last commit before
+the figures were cut to the cases to look at), read from git and run against this tree's
+analysis and plots. "after" draws the figures in as many processes as ``evalnb report`` does
+(the CPUs it may use); "after, 1 process" draws them all in one. The order of the three
+rotates each round; medians and best of the rounds are reported.
 
 The runs: 2 variants x 10 repeats per case, 3 checks (one unscored for a tenth of the
 cases), 1% of samples timed out, latencies log-normal, per-case pass rates from a beta
