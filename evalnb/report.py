@@ -294,16 +294,23 @@ def _images(plots: list[Plot], processes: int) -> list[str]:
     tasks, writing = os.pipe()
     os.write(writing, bytes(range(len(plots))))
     os.close(writing)
+    children: list[tuple[int, int]] = []
+    drawn: dict[str, str] = {}
     try:
-        children = [_fork_drawing(plots, tasks) for _ in range(processes - 1)]
-        drawn = dict(_take(plots, tasks))
+        for _ in range(processes - 1):
+            try:
+                children.append(_fork_drawing(plots, tasks))
+            except OSError:  # no process to be had (a limit, memory): fewer draw
+                break
+        drawn.update(_take(plots, tasks))
     finally:
         os.close(tasks)
-    for pid, pipe in children:
-        with os.fdopen(pipe, "rb") as reader:
-            payload = reader.read()
-        os.waitpid(pid, 0)
-        drawn.update(json.loads(payload) if payload else [])
+        # Every child is waited for, also when drawing here failed: none is left behind.
+        for pid, pipe in children:
+            with os.fdopen(pipe, "rb") as reader:
+                payload = reader.read()
+            os.waitpid(pid, 0)
+            drawn.update(json.loads(payload) if payload else [])
     return [drawn.get(str(i)) or _image(plot) for i, plot in enumerate(plots)]
 
 
@@ -317,7 +324,12 @@ def _fork_drawing(plots: list[Plot], tasks: int) -> tuple[int, int]:
     """Fork a child that draws the figures it takes from ``tasks`` and sends them back as
     JSON pairs; (its pid, the reading end of its pipe)."""
     reading, writing = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(reading)
+        os.close(writing)
+        raise
     if pid:
         os.close(writing)
         return pid, reading

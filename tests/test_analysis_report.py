@@ -145,3 +145,48 @@ def test_a_figure_a_forked_process_fails_to_draw_is_drawn_by_the_parent(shop: Pa
     drawn = _images([Plot("first", only_here), Plot("second", only_here)], processes=2)
     assert [tag.split("alt='")[1].split("'")[0] for tag in drawn] == ["first", "second"]
     assert all("data:image/png;base64," in tag for tag in drawn)
+
+
+def test_when_no_process_can_be_forked_the_figures_are_drawn_here(
+    shop: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fork refused by the system (a process limit, memory): a fault no real run here can be
+    # made to produce on demand, so os.fork is made to fail. The page is still whole.
+    import os
+
+    run = load(shop)
+    expected = render_report(run, html=True)[1]
+
+    def refused() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    assert render_report(run, html=True, processes=4)[1] == expected
+
+
+def _children() -> set[str]:
+    """The pids of this process's children, zombies too (Linux keeps them in /proc)."""
+    return {
+        pid
+        for listing in Path("/proc/self/task").glob("*/children")
+        for pid in listing.read_text().split()
+    }
+
+
+def test_a_figure_failing_here_leaves_no_forked_process_behind(shop: Path) -> None:
+    import os
+
+    from evalnb import plots
+    from evalnb.report import Plot, _images
+
+    parent = os.getpid()
+
+    def fails_here() -> object:
+        if os.getpid() == parent:
+            raise RuntimeError("broken figure")
+        return plots.plot_latency(load(shop))
+
+    before = _children()
+    with pytest.raises(RuntimeError, match="broken figure"):
+        _images([Plot(f"figure {i}", fails_here) for i in range(4)], processes=3)
+    assert _children() == before
