@@ -119,18 +119,42 @@ def test_dollar_signs_in_ids_are_text_not_maths(tmp_path: Path) -> None:
     plt.close(ax.figure)
 
 
-def test_figures_drawn_by_forked_processes_are_the_same_page(shop: Path) -> None:
+def _counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The real os.fork, each call in this process counted (a child's count stays its own)."""
+    import os
+
+    forks: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        forks.append(1)
+        return real()
+
+    monkeypatch.setattr(os, "fork", fork)
+    return forks
+
+
+def test_figures_drawn_by_forked_processes_are_the_same_page(
+    shop: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # `evalnb report` draws the figures in as many processes as it may use: the page is the
     # same byte for byte (the PNGs depend only on the data), whatever the number.
     run = load(shop)
     one = render_report(run, html=True)[1]
     assert one is not None and one.count("<img class='plot'") == 4
-    for processes in (2, 3, 8):
+    forks = _counted_forks(monkeypatch)
+    for processes, children in ((2, 1), (3, 2), (8, 3)):  # never more than a figure each
+        forks.clear()
         assert render_report(run, html=True, processes=processes)[1] == one
+        assert len(forks) == children
 
 
-def test_a_figure_a_forked_process_fails_to_draw_is_drawn_by_the_parent(shop: Path) -> None:
+def test_a_figure_a_forked_process_fails_to_draw_is_drawn_by_the_parent(
+    shop: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
+
+    forks = _counted_forks(monkeypatch)
 
     from evalnb import plots
     from evalnb.report import Plot, _images
@@ -143,6 +167,7 @@ def test_a_figure_a_forked_process_fails_to_draw_is_drawn_by_the_parent(shop: Pa
         return plots.plot_latency(load(shop))
 
     drawn = _images([Plot("first", only_here), Plot("second", only_here)], processes=2)
+    assert len(forks) == 1  # a child was there to fail
     assert [tag.split("alt='")[1].split("'")[0] for tag in drawn] == ["first", "second"]
     assert all("data:image/png;base64," in tag for tag in drawn)
 
