@@ -29,7 +29,7 @@ test: setup $(INSPECT_VENV)/.inspect-ai
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	INSPECT_AI_PYTHON=$(CURDIR)/$(INSPECT_VENV)/bin/python $(BIN)/pytest
+	INSPECT_AI_PYTHON=$(CURDIR)/$(INSPECT_VENV)/bin/python $(BIN)/pytest -n 4 --dist loadgroup
 
 lint: setup
 	$(BIN)/ruff check .

@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalnb.analysis import load
-from evalnb.annotate import annotate
+from evalnb.review import annotate
 from tests.test_analysis_runs import write_run
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ STATEMENTS = {
     "python -c pass": "pass",
     "import pandas": "import pandas",
     "import evalnb": "import evalnb",
-    "import evalnb.runner": "import evalnb.runner",
+    "import evalnb.runner._session": "import evalnb.runner._session",
     "evalnb.rates (analysis on first use)": "import evalnb; evalnb.rates",
 }
 

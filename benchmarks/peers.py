@@ -55,7 +55,7 @@ import evalnb
 if sys.argv[1] == "c":
     import evalnb.analysis
 else:
-    import evalnb.runner
+    import evalnb.runner._session
 step, out, base_url = sys.argv[1], sys.argv[2], sys.argv[5]
 n, repeats = int(sys.argv[3]), int(sys.argv[4])
 imported = time.perf_counter()

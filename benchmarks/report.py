@@ -5,7 +5,7 @@ load the run, render the text report and the HTML page, write the page. It repor
 after its imports (the goal: 100 cases <= 1 s, 1,000 cases <= 5 s, interpreter start and
 imports excluded) and the imports apart; the imports end with a full garbage collection (the
 interpreter's first after them, which would otherwise land in the work timed). The same-run
-baseline is ``evalnb/report.py`` as of ``--before`` (default 5f09da2, the last commit before
+baseline is ``evalnb/report/_render.py`` as of ``--before`` (default 5f09da2, the last commit before
 the figures were cut to the cases to look at), read from git and run against this tree's
 analysis and plots. "after" draws the figures in as many processes as ``evalnb report`` does
 (the CPUs it may use); "after, 1 process" draws them all in one. The order of the three
@@ -45,7 +45,7 @@ started = time.perf_counter()
 from evalnb.analysis import load
 import evalnb.plots
 if sys.argv[2] in ("-", "1"):
-    import evalnb.report as report
+    import evalnb.report._render as report
 else:
     spec = importlib.util.spec_from_file_location("report_before", sys.argv[2])
     report = sys.modules["report_before"] = importlib.util.module_from_spec(spec)
@@ -125,7 +125,7 @@ def main() -> None:
         before = tmp / "report_before.py"
         before.write_text(
             subprocess.run(
-                ["git", "show", f"{args.before}:evalnb/report.py"],
+                ["git", "show", f"{args.before}:evalnb/report/_render.py"],
                 check=True,
                 capture_output=True,
                 text=True,

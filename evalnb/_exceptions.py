@@ -3,11 +3,15 @@
 ::
 
     EvalnbError                 anything evalnb refuses to do, with a one-line reason
+     ├── ArgumentError          a function was called with an argument it cannot take
+     │                          (also a ``ValueError``)
      ├── CasesError             a cases, variants or experiment file is invalid
      ├── TargetError            a target could not produce a completion
      └── StoreError             a run directory cannot be written or read as asked
 
-Bad arguments to a function raise the built-in ``ValueError`` or ``TypeError``.
+A wrong argument is an ``ArgumentError`` naming the parameter, what it takes and what it
+got; the command line shows every ``EvalnbError`` as one line and anything else as the bug
+it is.
 
 In IPython (Jupyter) an ``EvalnbError`` shows as its one line, not as a traceback through
 threads and asyncio: the message says what to do. :func:`full_traceback` prints the
@@ -24,7 +28,14 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     from evalnb._types import Completion
 
-__all__ = ["CasesError", "EvalnbError", "StoreError", "TargetError", "full_traceback"]
+__all__ = [
+    "ArgumentError",
+    "CasesError",
+    "EvalnbError",
+    "StoreError",
+    "TargetError",
+    "full_traceback",
+]
 
 
 class EvalnbError(Exception):
@@ -47,6 +58,13 @@ def full_traceback() -> None:
         print("No error has been shown yet.")
         return
     print("".join(traceback.format_exception(error)), end="")
+
+
+class ArgumentError(EvalnbError, ValueError):
+    """A function was called with an argument it cannot take.
+
+    The message names the parameter, the values it takes and the value given (``!r``).
+    """
 
 
 class CasesError(EvalnbError):

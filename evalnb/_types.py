@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from evalnb._exceptions import ArgumentError
+
 __all__ = [
     "CHOICES_TEMPLATE",
     "LETTERS",
@@ -101,7 +103,9 @@ def _compiled(source: str) -> Any:
     try:
         return _environment().from_string(source)
     except TemplateSyntaxError as exc:
-        raise ValueError(f"is not a valid template ({exc.message} at line {exc.lineno})") from None
+        raise ArgumentError(
+            f"is not a valid template ({exc.message} at line {exc.lineno})"
+        ) from None
 
 
 def check_template(source: str) -> None:
@@ -126,7 +130,7 @@ def render_template(source: str, context: Mapping[str, Any]) -> str:
     try:
         return str(template.render(context))
     except TemplateError as exc:
-        raise ValueError(str(exc.message)) from None
+        raise ArgumentError(str(exc.message)) from None
 
 
 def text_of(content: Any) -> str:
@@ -163,7 +167,7 @@ def _check_case_fields(case: Case) -> None:
             )
         )
         if not ok:
-            raise ValueError(
+            raise ArgumentError(
                 f"{where}: 'target' must be a non-empty string, a non-empty list of "
                 f"non-empty strings, or a number; got {target!r}"
             )
@@ -175,25 +179,27 @@ def _check_case_fields(case: Case) -> None:
             or not 2 <= len(choices) <= len(LETTERS)
             or not all(isinstance(c, str) and c.strip() for c in choices)
         ):
-            raise ValueError(
+            raise ArgumentError(
                 f"{where}: 'choices' must be a list of 2 to {len(LETTERS)} non-empty strings; "
                 f"got {choices!r}"
             )
         if len(set(choices)) != len(choices):
-            raise ValueError(f"{where}: 'choices' must not repeat a choice; got {list(choices)!r}")
+            raise ArgumentError(
+                f"{where}: 'choices' must not repeat a choice; got {list(choices)!r}"
+            )
         if target is not None:
             for wanted in target if isinstance(target, tuple) else (target,):
                 if choice_index(wanted, choices) is None:
-                    raise ValueError(
+                    raise ArgumentError(
                         f"{where}: 'target' must be a letter {LETTERS[0]}-"
                         f"{LETTERS[len(choices) - 1]} or the text of one of the 'choices'; "
                         f"got {wanted!r}"
                     )
     if not isinstance(case.vars, Mapping) or not all(isinstance(k, str) for k in case.vars):
-        raise ValueError(f"{where}: 'vars' must be an object of name: value; got {case.vars!r}")
+        raise ArgumentError(f"{where}: 'vars' must be an object of name: value; got {case.vars!r}")
     reserved = sorted(set(case.vars) & set(RESERVED_VARS))
     if reserved:
-        raise ValueError(
+        raise ArgumentError(
             f"{where}: 'vars.{reserved[0]}' is a name templates keep for themselves "
             f"({', '.join(RESERVED_VARS)}); rename the variable"
         )
@@ -202,7 +208,7 @@ def _check_case_fields(case: Case) -> None:
         isinstance(context, str)
         or (isinstance(context, Sequence) and all(isinstance(c, str) for c in context))
     ):
-        raise ValueError(
+        raise ArgumentError(
             f"{where}: 'context' must be a string or a list of strings; got {context!r}"
         )
 
@@ -257,18 +263,18 @@ class Case:
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
-            raise ValueError(f"Case 'id' must be a non-empty string; got {self.id!r}")
+            raise ArgumentError(f"Case 'id' must be a non-empty string; got {self.id!r}")
         if self.prompt is not None and self.messages is not None:
-            raise ValueError(
+            raise ArgumentError(
                 f"Case {self.id!r} needs exactly one of 'prompt' or 'messages'; got both"
             )
         if self.prompt is None and self.messages is None and not self.vars:
-            raise ValueError(
+            raise ArgumentError(
                 f"Case {self.id!r} needs exactly one of 'prompt' or 'messages'; got neither "
                 "(or 'vars' for template variants)"
             )
         if self.split not in SPLITS:
-            raise ValueError(
+            raise ArgumentError(
                 f"Case {self.id!r}: 'split' must be one of {SPLITS}; got {self.split!r}"
             )
         set_ = object.__setattr__
@@ -280,7 +286,7 @@ class Case:
         if self.expect_keys is not None:
             set_(self, "expect_keys", tuple(self.expect_keys))
         if isinstance(self.checks, str | bytes | Mapping):
-            raise ValueError(
+            raise ArgumentError(
                 f"Case {self.id!r}: 'checks' must be a list of check specs; got {self.checks!r}"
             )
         set_(self, "checks", tuple(self.checks))
@@ -399,25 +405,27 @@ class Variant:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"Variant 'name' must be a non-empty string; got {self.name!r}")
+            raise ArgumentError(f"Variant 'name' must be a non-empty string; got {self.name!r}")
         for key in ("prefix", "system", "template"):
             value = getattr(self, key)
             if value is not None and not isinstance(value, str):
-                raise ValueError(f"Variant {self.name!r}: {key!r} must be a string; got {value!r}")
+                raise ArgumentError(
+                    f"Variant {self.name!r}: {key!r} must be a string; got {value!r}"
+                )
         for key in ("system", "template"):
             value = getattr(self, key)
             if value is not None:
                 try:
                     check_template(value)
                 except ValueError as exc:
-                    raise ValueError(f"Variant {self.name!r}: {key!r} {exc}") from None
+                    raise ArgumentError(f"Variant {self.name!r}: {key!r} {exc}") from None
         if not isinstance(self.shuffle_choices, bool):
-            raise ValueError(
+            raise ArgumentError(
                 f"Variant {self.name!r}: 'shuffle_choices' must be true or false; "
                 f"got {self.shuffle_choices!r}"
             )
         if isinstance(self.shuffle_seed, bool) or not isinstance(self.shuffle_seed, int):
-            raise ValueError(
+            raise ArgumentError(
                 f"Variant {self.name!r}: 'shuffle_seed' must be a whole number; "
                 f"got {self.shuffle_seed!r}"
             )
@@ -468,21 +476,21 @@ class Variant:
                 messages.append({"role": "user", "content": text})
         elif case.choices:
             if case.prompt is None:
-                raise ValueError(
+                raise ArgumentError(
                     "the case has 'choices' but no 'prompt': give it a 'prompt', or use a "
                     "variant with a 'template' that shows the choices"
                 )
             context = context or case.template_context(shown)
             messages[-1]["content"] = _render("choices", CHOICES_TEMPLATE, context)
         elif not messages:
-            raise ValueError(
+            raise ArgumentError(
                 "the case has only 'vars' (no 'prompt' or 'messages'): the variant needs a "
                 "'template'"
             )
         if self.prefix is not None:
             users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
             if not users:
-                raise ValueError("'prefix' goes before the user message, and the case has none")
+                raise ArgumentError("'prefix' goes before the user message, and the case has none")
             message = messages[users[-1]]
             message["content"] = _prefixed(self.prefix, message.get("content"))
         if self.system is not None:
@@ -514,7 +522,7 @@ def _render(field: str, source: str, context: Mapping[str, Any]) -> str:
     try:
         return render_template(source, context)
     except ValueError as exc:
-        raise ValueError(f"'{field}': {exc}") from None
+        raise ArgumentError(f"'{field}': {exc}") from None
 
 
 def _prefixed(prefix: str, content: Any) -> Any:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from evalnb import suites
 from evalnb._exceptions import CasesError
+from evalnb.cases import suites
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,9 +32,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (wheel,) = dist.glob("evalnb-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "evalnb/suites/shop.jsonl" in names
-    assert "evalnb/suites/shop.toml" in names
-    assert {"evalnb/suites/quiz.jsonl", "evalnb/suites/quiz.toml"} <= set(names)
+    assert "evalnb/cases/suites/shop.jsonl" in names
+    assert "evalnb/cases/suites/shop.toml" in names
+    assert {"evalnb/cases/suites/quiz.jsonl", "evalnb/cases/suites/quiz.toml"} <= set(names)
     assert not [n for n in names if n.startswith(("data/", "tests/"))]
     env_dir = base / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)

@@ -7,20 +7,20 @@ same column names throughout (``k``, ``n``, ``estimate``, ``low``, ``high``,
 ``level=``, ``method=``.
 """
 
-from evalnb.analysis.agreement import agreement, normalise_answer
-from evalnb.analysis.calibrate import Calibration, calibrate
-from evalnb.analysis.compare import compare, compare_cases
-from evalnb.analysis.cost import costs, load_prices
-from evalnb.analysis.frames import Run, load
-from evalnb.analysis.gate import GatePolicy, format_gate, gate
-from evalnb.analysis.history import history
-from evalnb.analysis.latency import latency
-from evalnb.analysis.power import power
-from evalnb.analysis.ppi import ppi_compare, ppi_rate
-from evalnb.analysis.rates import proportion_interval, rates
-from evalnb.analysis.runs import compare_runs
-from evalnb.analysis.scores import scores
-from evalnb.analysis.suite import suite_rate
+from evalnb.analysis._agreement import agreement, normalise_answer
+from evalnb.analysis._calibrate import Calibration, calibrate
+from evalnb.analysis._compare import compare, compare_cases
+from evalnb.analysis._cost import costs, load_prices
+from evalnb.analysis._frames import Run, load
+from evalnb.analysis._gate import GatePolicy, format_gate, gate
+from evalnb.analysis._history import history
+from evalnb.analysis._latency import latency
+from evalnb.analysis._power import power
+from evalnb.analysis._ppi import ppi_compare, ppi_rate
+from evalnb.analysis._rates import proportion_interval, rates
+from evalnb.analysis._runs import compare_runs
+from evalnb.analysis._scores import scores
+from evalnb.analysis._suite import suite_rate
 
 __all__ = [
     "Calibration",

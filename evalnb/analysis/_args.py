@@ -6,6 +6,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
+from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number, is_whole
 
 T = TypeVar("T")
@@ -18,14 +19,14 @@ def choice(name: str, value: Any, allowed: Iterable[T]) -> T:
     allowed = tuple(allowed)
     if value not in allowed:
         options = ", ".join(repr(a) for a in allowed)
-        raise ValueError(f"'{name}' must be one of {options}; got {value!r}")
+        raise ArgumentError(f"'{name}' must be one of {options}; got {value!r}")
     return value
 
 
 def level(value: Any) -> float:
     """A confidence level strictly between 0 and 1."""
     if not is_number(value, 0, 1, open_low=True, open_high=True):
-        raise ValueError(f"'level' must be a number between 0 and 1 (e.g. 0.95); got {value!r}")
+        raise ArgumentError(f"'level' must be a number between 0 and 1 (e.g. 0.95); got {value!r}")
     return float(value)
 
 
@@ -37,7 +38,7 @@ def names(name: str, value: Any) -> list[str]:
         return [value]
     if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
         if len(set(value)) != len(value):
-            raise ValueError(f"'{name}' must not repeat a name; got {list(value)!r}")
+            raise ArgumentError(f"'{name}' must not repeat a name; got {list(value)!r}")
         return list(value)
     raise TypeError(f"'{name}' must be a column name or a list of them; got {value!r}")
 
@@ -47,7 +48,7 @@ def positive_ints(name: str, value: Any) -> list[int]:
     values = value if isinstance(value, Sequence) and not isinstance(value, str) else [value]
     for v in values:
         if not is_whole(v, 1):
-            raise ValueError(
+            raise ArgumentError(
                 f"'{name}' must be a positive integer or a list of them; got {value!r}"
             )
     return list(values)
@@ -56,7 +57,7 @@ def positive_ints(name: str, value: Any) -> list[int]:
 def fraction(name: str, value: Any) -> float:
     """A number in [0, 1]."""
     if not is_number(value, 0, 1):
-        raise ValueError(f"'{name}' must be a number between 0 and 1; got {value!r}")
+        raise ArgumentError(f"'{name}' must be a number between 0 and 1; got {value!r}")
     return float(value)
 
 
@@ -64,7 +65,7 @@ def pair(a: Any, b: Any, values: Sequence[str], what: str = "variants") -> tuple
     """The two sides of a comparison: ``a`` and ``b`` as given, or the only two ``values``."""
     if a is None and b is None:
         if len(values) != 2:
-            raise ValueError(
+            raise ArgumentError(
                 f"'a' and 'b' must name the two {what} to compare (the data has "
                 f"{', '.join(map(repr, values)) or 'none'}); got a=None, b=None"
             )
@@ -72,7 +73,7 @@ def pair(a: Any, b: Any, values: Sequence[str], what: str = "variants") -> tuple
     a = choice("a", a, values)
     b = choice("b", b, values)
     if a == b:
-        raise ValueError(f"'a' and 'b' must differ; got a={a!r}, b={b!r}")
+        raise ArgumentError(f"'a' and 'b' must differ; got a={a!r}, b={b!r}")
     return a, b
 
 

@@ -30,9 +30,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from evalnb._exceptions import StoreError
+from evalnb._exceptions import ArgumentError, StoreError
 from evalnb.analysis._args import choice, names
-from evalnb.analysis.frames import KEY, VERDICTS, Run
+from evalnb.analysis._frames import KEY, VERDICTS, Run
 from evalnb.store import SAMPLES_SCHEMA
 
 ALL = "all"
@@ -64,7 +64,7 @@ def tallies(
     by = names("by", by)
     choice("source", source, SOURCES)
     if "check" in by:
-        raise ValueError("'by' must not include 'check': every result has a 'check' column")
+        raise ArgumentError("'by' must not include 'check': every result has a 'check' column")
     if isinstance(data, Run):
         return _run_tallies(data, by, check, source)
     if isinstance(data, pd.DataFrame):
@@ -115,7 +115,7 @@ def _combine(factors: list[_Factor], start: np.ndarray | None = None) -> np.ndar
     base = 1 if start is None else int(start.max(initial=0)) + 1
     span = base * math.prod(f.size for f in factors)
     if span >= 2**63:
-        raise ValueError(
+        raise ArgumentError(
             f"too many groups to count ({', '.join(f.name for f in factors)}); use fewer 'by' keys"
         )
     dtype = np.int32 if span < 2**31 else np.int64
@@ -183,7 +183,7 @@ def _run_tallies(run: Run, by: list[str], check: Any, source: str) -> pd.DataFra
     unknown = [c for c in case_level if c not in CASE_FIELDS and not c.startswith("metadata.")]
     if unknown:
         allowed = [c for c in (*SAMPLES_SCHEMA.names, *CASE_FIELDS) if c not in _CHECK_LEVEL]
-        raise ValueError(
+        raise ArgumentError(
             f"'by' must name sample or case fields ({', '.join(allowed)}, metadata.<key>"
             f"{', annotator' if source == 'verdicts' else ''}); got {unknown!r}"
         )
@@ -425,7 +425,7 @@ def _frame_tallies(frame: pd.DataFrame, by: list[str], check: Any, source: str) 
     columns = set(frame.columns)
     if {"k", "n"} <= columns:
         if "check" not in columns:
-            raise ValueError(
+            raise ArgumentError(
                 "a frame of counts ('k', 'n') needs a 'check' column; got columns "
                 f"{list(frame.columns)!r}"
             )
@@ -441,14 +441,14 @@ def _frame_tallies(frame: pd.DataFrame, by: list[str], check: Any, source: str) 
     if source == "checks":
         missing = [c for c in ("check", "outcome") if c not in columns]
         if missing:
-            raise ValueError(
+            raise ArgumentError(
                 f"'data' must hold check outcomes (columns 'check' and 'outcome') or counts "
                 f"('k', 'n', 'check'); missing {missing!r} in {list(frame.columns)!r}"
             )
         rows = _frame_check_rows(frame, derive_all=_wants_all(check))
     else:
         if "verdict" not in columns:
-            raise ValueError(
+            raise ArgumentError(
                 f"with source='verdicts', 'data' must have a 'verdict' column; got "
                 f"{list(frame.columns)!r}"
             )
@@ -473,14 +473,14 @@ def _check_counts(rows: pd.DataFrame, counts: list[str]) -> None:
         bad = values.isna() | (values < 0) | (values != np.floor(values))
         if bad.any():
             where = int(np.flatnonzero(bad.to_numpy())[0])
-            raise ValueError(
+            raise ArgumentError(
                 f"'{column}' must be a whole number >= 0 in every row of a frame of counts; "
                 f"got {_plain(rows[column].iloc[where])!r} in row {_plain(rows.index[where])!r}"
             )
     over = rows["k"].to_numpy() > rows["n"].to_numpy()
     if over.any():
         where = int(np.flatnonzero(over)[0])
-        raise ValueError(
+        raise ArgumentError(
             f"'k' (passed) must not exceed 'n' (scored) in a frame of counts; got k="
             f"{_plain(rows['k'].iloc[where])!r}, n={_plain(rows['n'].iloc[where])!r} in row "
             f"{_plain(rows.index[where])!r}"
@@ -498,12 +498,12 @@ def require_cases(data: Run | pd.DataFrame, why: str) -> None:
     if not isinstance(data, pd.DataFrame):
         return
     if "case_id" not in data.columns:
-        raise ValueError(
+        raise ArgumentError(
             f"'data' must have a 'case_id' column ({why}); got columns {list(data.columns)!r}"
         )
     missing = data["case_id"].isna()
     if missing.any():
-        raise ValueError(
+        raise ArgumentError(
             f"'case_id' must be given in every row ({why}); got {int(missing.sum())} rows "
             f"without one, e.g. row {data.index[int(np.flatnonzero(missing.to_numpy())[0])]!r}"
         )
@@ -513,7 +513,7 @@ def _require(rows: pd.DataFrame, by: list[str], counts: list[str]) -> None:
     unknown = [c for c in by if c not in rows.columns]
     if unknown:
         have = [c for c in rows.columns if c not in (*counts, "class")]
-        raise ValueError(
+        raise ArgumentError(
             f"'by' names columns the frame does not have: {unknown!r}; it has {have!r}"
         )
 
@@ -569,7 +569,7 @@ def _incomplete(frame: pd.DataFrame) -> np.ndarray:
 def _check_verdict_values(verdict: pd.Series) -> None:
     bad = sorted(set(verdict.dropna().astype(object)) - set(VERDICTS))
     if bad:
-        raise ValueError(
+        raise ArgumentError(
             f"'verdict' values must be one of {', '.join(map(repr, VERDICTS))}; got {bad!r}"
         )
 
@@ -603,7 +603,7 @@ def _select_checks(rows: pd.DataFrame, check: Any) -> pd.DataFrame:
     unknown = [c for c in wanted if c not in available and c != ALL]
     if unknown:
         options = ", ".join(repr(c) for c in available) or "none (no check results)"
-        raise ValueError(f"'check' must be one of {options}; got {unknown!r}")
+        raise ArgumentError(f"'check' must be one of {options}; got {unknown!r}")
     if set(wanted) == set(available):
         return rows
     column = rows["check"]

@@ -27,17 +27,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from evalnb._exceptions import ArgumentError
 from evalnb._sync import run_sync
 from evalnb._types import Case, CheckResult, Sample
 
 # The modules below register their check types on import.
-from evalnb.checks import answers as _answers  # noqa: F401
-from evalnb.checks import judge as _judge  # noqa: F401
-from evalnb.checks import lexical as _lexical  # noqa: F401
-from evalnb.checks import observed as _observed  # noqa: F401
-from evalnb.checks import python as _python  # noqa: F401
-from evalnb.checks import reference as _reference  # noqa: F401
-from evalnb.checks import trace as _trace  # noqa: F401
+from evalnb.checks import _answers as _answers
+from evalnb.checks import _judge as _judge
+from evalnb.checks import _lexical as _lexical
+from evalnb.checks import _observed as _observed
+from evalnb.checks import _python as _python
+from evalnb.checks import _reference as _reference
+from evalnb.checks import _trace as _trace
 from evalnb.checks._base import (
     CHECK_TIMEOUT,
     THRESHOLD,
@@ -96,7 +97,7 @@ def build_check(
         types = check_types()
         if not isinstance(kind, str) or kind not in types:
             allowed = ", ".join(repr(name) for name in sorted(types))
-            raise ValueError(f"'{where}.type' must be one of {allowed}; got {kind!r}")
+            raise ArgumentError(f"'{where}.type' must be one of {allowed}; got {kind!r}")
         check: Check = types[kind](spec, where=where, base=base)
     elif _is_check(spec):
         check = cast(Check, spec)
@@ -120,7 +121,7 @@ def unique_names(checks: Sequence[Check], wheres: Sequence[str]) -> None:
         if check.name in seen:
             first = seen[check.name]
             unnamed = not getattr(check, "named", True)
-            raise ValueError(
+            raise ArgumentError(
                 f"'{wheres[i]}.name' must be unique within the case; got {check.name!r} again "
                 f"(first at {wheres[first]})" + ("; give one of them a 'name'" if unnamed else "")
             )
@@ -137,7 +138,7 @@ def build_checks(
     """Build every check of a case (bound to ``case`` when given); names must be unique
     within the case."""
     if isinstance(specs, str | bytes | Mapping):
-        raise ValueError(f"'{where}' must be a list of check specs; got {specs!r}")
+        raise ArgumentError(f"'{where}' must be a list of check specs; got {specs!r}")
     wheres = []
     checks = []
     for i, spec in enumerate(specs):
@@ -174,7 +175,7 @@ def checks_for(case: Case, extra: Sequence[Check], *, replace: bool = False) -> 
         try:
             bound.append(bind_check(check, case))
         except ValueError as exc:
-            raise ValueError(
+            raise ArgumentError(
                 f"case {case.id!r}: 'checks[{i}]' (given to every case): {exc}"
             ) from None
     names = {c.name for c in bound}
@@ -182,7 +183,7 @@ def checks_for(case: Case, extra: Sequence[Check], *, replace: bool = False) -> 
     taken = {c.name for c in own} & names
     if taken:
         name = sorted(taken)[0]
-        raise ValueError(
+        raise ArgumentError(
             f"case {case.id!r} has a check named {name!r} already, and the checks given to "
             "every case add another; give the added one a 'name'"
         )

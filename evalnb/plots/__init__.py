@@ -9,13 +9,13 @@ colour blindness; long case ids are shortened with an ellipsis and stay unique.
 :func:`render_png` draws one outside pyplot, for files and HTML pages.
 """
 
+from evalnb.plots._agreement import plot_agreement
 from evalnb.plots._base import render_png, variant_colors
-from evalnb.plots.agreement import plot_agreement
-from evalnb.plots.compare import plot_compare
-from evalnb.plots.history import plot_history
-from evalnb.plots.intervals import plot_intervals
-from evalnb.plots.latency import plot_latency
-from evalnb.plots.power import plot_power
+from evalnb.plots._compare import plot_compare
+from evalnb.plots._history import plot_history
+from evalnb.plots._intervals import plot_intervals
+from evalnb.plots._latency import plot_latency
+from evalnb.plots._power import plot_power
 
 __all__ = [
     "plot_agreement",

@@ -17,6 +17,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_whole
 
 __all__ = ["render_png", "variant_colors"]
@@ -94,7 +95,9 @@ def shorten_ids(ids: Sequence[Any], width: int | None = LABEL_WIDTH) -> list[str
     if width is None:
         return full
     if not is_whole(width, 5):
-        raise ValueError(f"'label_width' must be an integer of at least 5, or None; got {width!r}")
+        raise ArgumentError(
+            f"'label_width' must be an integer of at least 5, or None; got {width!r}"
+        )
     widths = dict.fromkeys(full, width)
     while True:
         labels = {i: _cut(i, widths[i]) for i in widths}
@@ -177,7 +180,7 @@ def require(frame: Any, columns: Sequence[str], name: str, hint: str) -> pd.Data
         raise TypeError(f"{name!r} must be a pandas DataFrame ({hint}); got {type(frame).__name__}")
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise ValueError(
+        raise ArgumentError(
             f"{name!r} must have the columns {missing!r} ({hint}); it has {list(frame.columns)!r}"
         )
     return frame
@@ -189,7 +192,7 @@ def pick_check(
     """The rows of one check: ``check``, else the only one, else ``"all"``."""
     if "check" not in frame.columns:
         if check is not None:
-            raise ValueError(f"'check' was given ({check!r}) but {name!r} has no 'check' column")
+            raise ArgumentError(f"'check' was given ({check!r}) but {name!r} has no 'check' column")
         return frame, None
     present = [str(c) for c in pd.unique(frame["check"].astype(object))]
     if not present:
@@ -200,12 +203,12 @@ def pick_check(
         elif "all" in present:
             check = "all"
         else:
-            raise ValueError(
+            raise ArgumentError(
                 f"'check' must name one of the checks in {name!r} "
                 f"({', '.join(map(repr, present))}); got None"
             )
     elif check not in present:
-        raise ValueError(
+        raise ArgumentError(
             f"'check' must be one of {', '.join(map(repr, present)) or 'none'}; got {check!r}"
         )
     return frame[frame["check"].astype(object) == check], check
@@ -239,7 +242,7 @@ def colors_for(
         )
     missing = [v for v in variants if v not in colors]
     if missing:
-        raise ValueError(f"'colors' must have a colour for every variant; missing {missing!r}")
+        raise ArgumentError(f"'colors' must have a colour for every variant; missing {missing!r}")
     return {v: colors[v] for v in variants}
 
 

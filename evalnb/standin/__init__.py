@@ -17,11 +17,11 @@ template questions, wrong 30% of the time, 10% when told to check its work), ``n
 
 from __future__ import annotations
 
-from evalnb.standin.assistant import Assistant, Reply, ToolRequest
-from evalnb.standin.faults import FAULT_KINDS, Fault
-from evalnb.standin.launch import StandIn, add_arguments, main, serve
-from evalnb.standin.registry import assistants, register_assistant
-from evalnb.standin.server import make_app
+from evalnb.standin._assistant import Assistant, Reply, ToolRequest
+from evalnb.standin._faults import FAULT_KINDS, Fault
+from evalnb.standin._launch import StandIn, add_arguments, main, serve
+from evalnb.standin._registry import assistants, register_assistant
+from evalnb.standin._server import make_app
 
 __all__ = [
     "FAULT_KINDS",

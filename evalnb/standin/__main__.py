@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from evalnb.standin.launch import main
+from evalnb.standin._launch import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,8 +18,8 @@ ignore a checks part whose samples part is missing. The directory is ``0700`` an
 every file ``0600``: answers may hold private text.
 """
 
-from evalnb.store.lock import RunLock
-from evalnb.store.rundir import (
+from evalnb.store._lock import RunLock
+from evalnb.store._rundir import (
     DamagedRunWarning,
     PartialScoringWarning,
     create_run_dir,
@@ -32,7 +32,7 @@ from evalnb.store.rundir import (
     write_json_atomic,
     write_text_file,
 )
-from evalnb.store.schema import (
+from evalnb.store._schema import (
     CASES_SCHEMA,
     CHECKS_SCHEMA,
     KEY,
@@ -43,13 +43,13 @@ from evalnb.store.schema import (
     VERDICTS_SCHEMA,
     schema_markdown,
 )
-from evalnb.store.shards import (
+from evalnb.store._shards import (
     commit_shard,
     committed_shard,
     fence_shards,
     shard_token,
 )
-from evalnb.store.writer import RunWriter, cases_table, checks_table, samples_table
+from evalnb.store._writer import RunWriter, cases_table, checks_table, samples_table
 
 __all__ = [
     "CASES_SCHEMA",

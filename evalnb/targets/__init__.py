@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from evalnb._types import Completion, Request
-from evalnb.targets.command import Command
-from evalnb.targets.function import Function
-from evalnb.targets.openai import OpenAIChat
+from evalnb.targets._command import Command
+from evalnb.targets._function import Function
+from evalnb.targets._openai import OpenAIChat
 
 __all__ = ["Command", "CountingTarget", "Function", "OpenAIChat", "Target"]
 

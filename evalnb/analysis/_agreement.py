@@ -1,0 +1,257 @@
+"""Agreement across draws and flakiness: do repeated samples of a case give the same answer?"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import comb
+
+from evalnb._evidence import normalise_answer
+from evalnb._exceptions import ArgumentError
+from evalnb.analysis import _args
+from evalnb.analysis import _display as display
+from evalnb.analysis._frames import Run
+from evalnb.analysis._tally import tallies
+from evalnb.store import SAMPLES_SCHEMA
+
+__all__ = ["agreement", "normalise_answer"]
+
+NORMALISED = "answer (normalised: strip, collapse white space, casefold)"
+_TOLERANCE = 1e-9
+
+
+def agreement(
+    data: Run | pd.DataFrame,
+    key: str = "canonical",
+    *,
+    by: str | Sequence[str] = ("variant", "case_id"),
+    check: str = "all",
+    at: int | Sequence[int] | None = None,
+) -> pd.DataFrame:
+    """Per case and variant: how often draws agree, and how often they pass.
+
+    ``key`` is the samples column compared across draws. ``"canonical"`` (the form a
+    check stored: the expected JSON keys, or the normalised answer) falls back to the
+    answer text normalised when the run has no canonical values at all (written before
+    the column existed), and the ``key`` column says which was used;
+    ``"answer"`` always uses the normalised answer; any other name is used as is.
+    Only completed samples have an answer: incomplete draws stay in ``draws`` and
+    can never be the mode. ``at`` is the k of pass@k and pass^k: one number, a list
+    (one row per k), or None for each row's own number of scored draws.
+
+    ``data`` is a Run, or a frame with one row per sample holding the ``by`` columns,
+    the key column, and optionally ``status``, ``outcome`` (the check's outcome for
+    that sample) and ``agreement_min``.
+
+    Returns:
+        DataFrame, one row per group (and k), columns:
+
+        - the ``by`` keys; ``key``: what was compared;
+        - ``draws``: samples; ``answered``: draws with a key value;
+        - ``distinct``: distinct key values; ``agreement``: modal count / draws;
+        - ``agreement_min``: the case's minimum (metadata), NaN when not set;
+        - ``meets_min``: agreement >= agreement_min (NA without a minimum);
+        - ``mode_1``, ``mode_1_count``, ``mode_2``, ``mode_2_count``: top answers;
+        - ``check``; ``k``: passed; ``n``: scored; ``incomplete``: scored draws that did
+          not complete (they fail); ``flaky``: some completed draws pass and some fail
+          (a timeout or error alone does not make a case flaky);
+        - ``at``: the k used; ``pass_at_k``: chance that at least one of ``at``
+          draws passes, the unbiased ``1 - C(n-k, at) / C(n, at)``;
+          ``pass_hat_k``: chance that all ``at`` draws pass, ``C(k, at) / C(n, at)``
+          (NaN when ``at > n``).
+
+    >>> evalnb.agreement(run, at=[1, 5])                # doctest: +SKIP
+    """
+    by = _args.names("by", by)
+    if "case_id" not in by:
+        raise ArgumentError(f"'by' must include 'case_id' (agreement is per case); got {by!r}")
+    if not isinstance(check, str):
+        raise ArgumentError(f"'check' must be one check name (e.g. 'all'); got {check!r}")
+    ks = None if at is None else _args.positive_ints("at", at)
+    if isinstance(data, Run):
+        samples, key_label, passes, minimum = _from_run(data, key, by, check)
+    elif isinstance(data, pd.DataFrame):
+        samples, key_label, passes, minimum = _from_frame(data, key, by, check)
+    else:
+        raise TypeError(
+            f"'data' must be a Run (from evalnb.load) or a pandas DataFrame; got "
+            f"{type(data).__name__}"
+        )
+    out = _answers(samples, by)
+    out.insert(len(by), "key", key_label)
+    out = out.merge(passes, on=by, how="left", sort=False)
+    out["k"] = out["k"].fillna(0).astype(np.int64)
+    out["n"] = out["n"].fillna(0).astype(np.int64)
+    out["incomplete"] = out["incomplete"].fillna(0).astype(np.int64)
+    out["check"] = check
+    # Incomplete draws fail: only completed ones show whether the model itself wavers.
+    out["flaky"] = (out["k"] > 0) & (out["k"] < out["n"] - out["incomplete"])
+    out = out.merge(minimum, on="case_id", how="left", sort=False)
+    meets = out["agreement"] >= out["agreement_min"] - _TOLERANCE
+    out["meets_min"] = pd.array(meets, dtype="boolean")
+    out.loc[out["agreement_min"].isna(), "meets_min"] = pd.NA
+    if ks is not None:
+        out = out.loc[out.index.repeat(len(ks))].reset_index(drop=True)
+        out["at"] = np.tile(ks, len(out) // len(ks) if ks else 0)
+    else:
+        out["at"] = out["n"]
+    out["pass_at_k"], out["pass_hat_k"] = _pass_k(out["k"], out["n"], out["at"])
+    columns = [
+        *by,
+        "key",
+        "draws",
+        "answered",
+        "distinct",
+        "agreement",
+        "agreement_min",
+        "meets_min",
+        "mode_1",
+        "mode_1_count",
+        "mode_2",
+        "mode_2_count",
+        "check",
+        "k",
+        "n",
+        "incomplete",
+        "flaky",
+        "at",
+        "pass_at_k",
+        "pass_hat_k",
+    ]
+    return display.shown(out[columns])
+
+
+def _from_run(
+    run: Run, key: str, by: list[str], check: str
+) -> tuple[pd.DataFrame, str, pd.DataFrame, pd.DataFrame]:
+    unknown = [c for c in by if c not in SAMPLES_SCHEMA.names]
+    if unknown:
+        raise ArgumentError(
+            f"'by' must name samples columns ({', '.join(SAMPLES_SCHEMA.names)}); got {unknown!r}"
+        )
+    column, label = _key_column(key, _run_columns(run, key))
+    frame = run.table("samples", list(dict.fromkeys(["status", column, *by])))
+    samples = _keyed(frame, by, column, label)
+    passes = tallies(run, by, check=check)[[*by, "k", "n", "incomplete"]]
+    cases = run.cases.drop_duplicates("case_id")
+    minimum = pd.DataFrame(
+        {
+            "case_id": pd.Categorical(
+                cases["case_id"].astype(object), categories=samples["case_id"].cat.categories
+            ),
+            "agreement_min": cases["agreement_min"].to_numpy(dtype=float),
+        }
+    )
+    return samples, label, passes, minimum
+
+
+def _run_columns(run: Run, key: str) -> list[str]:
+    """Samples columns that hold data; a run written before ``canonical`` existed has none."""
+    available = list(SAMPLES_SCHEMA.names)
+    if (
+        key == "canonical"
+        and "canonical" in available
+        and run.table("samples", ["canonical"])["canonical"].notna().sum() == 0
+    ):
+        available.remove("canonical")
+    return available
+
+
+def _from_frame(
+    frame: pd.DataFrame, key: str, by: list[str], check: str
+) -> tuple[pd.DataFrame, str, pd.DataFrame, pd.DataFrame]:
+    unknown = [c for c in by if c not in frame.columns]
+    if unknown:
+        raise ArgumentError(f"'by' names columns the frame does not have: {unknown!r}")
+    available = list(frame.columns)
+    if key == "canonical" and "canonical" in available and frame["canonical"].notna().sum() == 0:
+        available.remove("canonical")
+    column, label = _key_column(key, available)
+    samples = _keyed(frame, by, column, label)
+    if "outcome" in frame.columns:
+        rows = frame[[*by, "outcome", *(["status"] if "status" in frame.columns else [])]]
+        passes = tallies(rows.assign(check=check), by, check=check)[[*by, "k", "n", "incomplete"]]
+    else:
+        passes = frame[by].drop_duplicates().assign(k=0, n=0, incomplete=0)
+    if "agreement_min" in frame.columns:
+        minimum = frame.groupby("case_id", observed=True, sort=False)["agreement_min"].first()
+        minimum = minimum.reset_index()
+    else:
+        minimum = pd.DataFrame({"case_id": frame["case_id"].unique(), "agreement_min": np.nan})
+    minimum["agreement_min"] = minimum["agreement_min"].astype(float)
+    return samples, label, passes, minimum
+
+
+def _key_column(key: str, available: Sequence[str]) -> tuple[str, str]:
+    if not isinstance(key, str):
+        raise ArgumentError(f"'key' must be a column name such as 'canonical'; got {key!r}")
+    if key == "canonical" and key in available:
+        return key, key
+    if key in ("canonical", "answer"):
+        if "answer" not in available:
+            raise ArgumentError(
+                f"'key' {key!r} needs an 'answer' column; got columns {list(available)!r}"
+            )
+        return "answer", NORMALISED
+    if key not in available:
+        raise ArgumentError(
+            f"'key' must be 'canonical', 'answer' or a samples column ({', '.join(available)}); "
+            f"got {key!r}"
+        )
+    return key, key
+
+
+def _keyed(frame: pd.DataFrame, by: list[str], column: str, label: str) -> pd.DataFrame:
+    values = frame[column].astype(object)
+    if label == NORMALISED:
+        values = values.map(normalise_answer, na_action="ignore")
+    if "status" in frame.columns:
+        values = values.where(frame["status"].astype(object) == "completed")
+    out = frame[by].copy()
+    out["_value"] = values.where(values.notna(), None)
+    return out
+
+
+def _answers(samples: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    grouped = samples.groupby(by, observed=True, sort=True, dropna=False)
+    out = grouped.agg(draws=("_value", "size"), answered=("_value", "count")).reset_index()
+    counts = (
+        samples.dropna(subset=["_value"])
+        .groupby([*by, "_value"], observed=True, sort=False, dropna=False)
+        .size()
+        .rename("count")
+        .reset_index()
+    )
+    counts["_value"] = counts["_value"].astype(str)
+    counts = counts.sort_values(
+        [*by, "count", "_value"], ascending=[*[True] * len(by), False, True]
+    )
+    counts["_rank"] = counts.groupby(by, observed=True, sort=False).cumcount()
+    distinct = counts.groupby(by, observed=True, sort=False).size().rename("distinct")
+    out = out.merge(distinct.reset_index(), on=by, how="left", sort=False)
+    for rank in (1, 2):
+        top = counts[counts["_rank"] == rank - 1][[*by, "_value", "count"]]
+        top = top.rename(columns={"_value": f"mode_{rank}", "count": f"mode_{rank}_count"})
+        out = out.merge(top, on=by, how="left", sort=False)
+        out[f"mode_{rank}_count"] = out[f"mode_{rank}_count"].fillna(0).astype(np.int64)
+    out["distinct"] = out["distinct"].fillna(0).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["agreement"] = np.where(out["draws"] > 0, out["mode_1_count"] / out["draws"], np.nan)
+    return out
+
+
+def _pass_k(passed: Any, scored: Any, at: Any) -> tuple[np.ndarray, np.ndarray]:
+    """pass@k = 1 - C(n-c, k) / C(n, k) and pass^k = C(c, k) / C(n, k), exactly."""
+    pass_at, pass_hat = [], []
+    for c, n, k in zip(passed, scored, at, strict=True):
+        if n == 0 or k > n or k < 1:
+            pass_at.append(np.nan)
+            pass_hat.append(np.nan)
+            continue
+        total = comb(int(n), int(k), exact=True)
+        pass_at.append(1 - comb(int(n - c), int(k), exact=True) / total)
+        pass_hat.append(comb(int(c), int(k), exact=True) / total)
+    return np.array(pass_at, dtype=float), np.array(pass_hat, dtype=float)

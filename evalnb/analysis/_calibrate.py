@@ -1,0 +1,556 @@
+"""How far a check (the judge, or any other) can stand in for a person's verdict.
+
+Each sample a person reviewed is paired with the check's outcome on it. Human ``pass``
+is the positive class: TPR is the share of human passes the check also passed, TNR the
+share of human fails it also failed. ``needs_review`` verdicts, samples the check left
+unscored, and samples nobody reviewed are counted and left out.
+
+The case is the unit, as everywhere in evalnb: a judge that errs on a case tends to err
+on every repeat of it, so repeats are not independent checks of the judge. When some
+case (or group) holds several reviewed samples, intervals and tests are taken over cases:
+the kappa interval from the jackknife over cases, TPR and TNR from Wilson on the
+clustered effective sample size, McNemar as the sign-flip test of the per-case
+differences (exact up to 16 cases that differ; beyond, its normal form, the clustered
+McNemar test of Durkalski et al. 2003). With one sample per case these are the usual
+asymptotic kappa interval, Wilson and exact McNemar.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import chi2, norm, t
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
+
+from evalnb._exceptions import ArgumentError
+from evalnb.analysis import _args
+from evalnb.analysis._exact import MAX_EXACT, sign_flip_p
+from evalnb.analysis._frames import KEY, Run, load
+from evalnb.analysis._rates import proportion_interval
+from evalnb.analysis._tally import ALL, case_field, sample_positions
+from evalnb.store._verdicts import VERDICTS, latest_verdicts
+
+__all__ = ["Calibration", "calibrate", "check_outcomes"]
+
+_FAIL, _PASS, _NULL, _ABSENT = 0, 1, 2, 3
+
+#: The ``method`` of rows whose samples are all from different cases (or groups).
+INDEPENDENT = "wilson"
+#: The ``method`` of rows with several reviewed samples in some case.
+CLUSTERED = (
+    "over cases: jackknife kappa interval, Wilson on the clustered effective n, "
+    "sign-flip (clustered) McNemar"
+)
+#: Below this many cases (or groups) the effective n is shrunk by (z / t)^2.
+_SMALL_SAMPLE = 30
+
+SUMMARY_COLUMNS = [
+    "annotator",
+    "check",
+    "cases",
+    "n",
+    "agree",
+    "agreement",
+    "kappa",
+    "kappa_low",
+    "kappa_high",
+    "tp",
+    "fn",
+    "fp",
+    "tn",
+    "tpr",
+    "tpr_low",
+    "tpr_high",
+    "tnr",
+    "tnr_low",
+    "tnr_high",
+    "mcnemar_p",
+    "needs_review",
+    "unscored",
+    "unreviewed",
+    "level",
+    "method",
+]
+ANNOTATOR_COLUMNS = [
+    "annotators",
+    "method",
+    "raters",
+    "cases",
+    "n",
+    "agree",
+    "agreement",
+    "kappa",
+    "low",
+    "high",
+    "level",
+    "needs_review",
+    "partial",
+]
+DISAGREEMENT_COLUMNS = [*KEY, "annotator", "verdict", "outcome", "reason", "detail"]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What :func:`calibrate` found; shows itself as tables in a notebook.
+
+    - ``summary``: one row per annotator, the check against that person;
+    - ``disagreements``: one row per (sample, annotator) where they differ;
+    - ``annotators``: agreement between annotators (empty with fewer than two).
+    """
+
+    summary: pd.DataFrame
+    disagreements: pd.DataFrame
+    annotators: pd.DataFrame
+
+    def _repr_html_(self) -> str:
+        parts = [
+            "<div class='evalnb-calibration'><strong>check vs human verdicts</strong>",
+            self.summary.to_html(index=False, border=0, float_format="{:.3f}".format),
+        ]
+        if not self.annotators.empty:
+            parts += [
+                "<strong>agreement between annotators</strong>",
+                self.annotators.to_html(index=False, border=0, float_format="{:.3f}".format),
+            ]
+        shown = self.disagreements.drop(columns=["reason", "detail"]).head(20)
+        parts += [
+            f"<strong>{len(self.disagreements)} disagreeing samples</strong>"
+            + (" (first 20)" if len(self.disagreements) > 20 else ""),
+            shown.to_html(index=False, border=0),
+            "</div>",
+        ]
+        return "".join(parts)
+
+
+def calibrate(
+    data: Run | str | os.PathLike[str] | pd.DataFrame,
+    check: str = "judge",
+    annotator: str | Sequence[str] | None = None,
+    *,
+    level: float = 0.95,
+) -> Calibration:
+    """Compare a check with human verdicts, per annotator, and annotators with each other.
+
+    ``data`` is a Run, a run directory, or a frame with one row per (sample, annotator)
+    holding the check's ``outcome`` (True / False / null) and the ``verdict``. ``check``
+    is a check name, a check type (``"judge"``: every judge check, whatever its name)
+    or ``"all"`` (every scored check passed); when a sample has several such checks, it
+    passes when all its scored ones pass. ``annotator`` picks one person or several;
+    None takes everyone. The latest verdict per (sample, annotator) counts. The unit of
+    the intervals and tests is the case group (a Run), or a frame's ``group`` or
+    ``case_id`` column; a frame with neither treats every row as its own case.
+
+    Returns:
+        :class:`Calibration`, whose ``summary`` has one row per annotator:
+
+        - ``annotator``, ``check``;
+        - ``cases``: cases (or groups) behind ``n``, the unit of the intervals;
+        - ``n``: samples with a pass/fail verdict and a scored check; ``agree`` of them
+          agree, ``agreement = agree / n``;
+        - ``kappa``, ``kappa_low``, ``kappa_high``: Cohen's kappa and its interval at
+          ``level``: from the asymptotic standard error (statsmodels ``cohens_kappa``)
+          when every sample is its own case, else from the jackknife over cases with a
+          t quantile on ``cases - 1`` degrees of freedom;
+        - ``tp`` (both pass), ``fn`` (human pass, check fail), ``fp`` (human fail, check
+          pass), ``tn`` (both fail);
+        - ``tpr`` = tp / (tp + fn) and ``tnr`` = tn / (tn + fp), each with a Wilson
+          interval (``_low``, ``_high``), on the effective sample size across cases
+          when cases hold several samples (as :func:`evalnb.suite_rate` does);
+        - ``mcnemar_p``: McNemar test on ``fn`` against ``fp`` (is the check more
+          lenient or stricter than the person?): exact; over cases, the sign-flip test
+          of per-case ``fp - fn``;
+        - ``needs_review``: verdicts left out; ``unscored``: reviewed samples the check
+          did not score; ``unreviewed``: scored samples this person did not review;
+        - ``level``, ``method`` (``"wilson"`` with one sample per case, else what was
+          taken over cases).
+
+        ``disagreements`` lists the samples where check and person differ (``verdict``,
+        ``outcome``, the person's ``reason``, the check's ``detail``); pass it as
+        ``where=`` to :func:`evalnb.annotate` to look at them again. ``annotators``
+        compares the people: Cohen's kappa per pair (with interval, over cases as above)
+        and, for three or more, Fleiss' kappa on samples all of them judged (no
+        interval: statsmodels gives none).
+
+    >>> result = evalnb.calibrate(run, check="judge")     # doctest: +SKIP
+    >>> result.summary[["annotator", "kappa", "kappa_low", "kappa_high"]]  # doctest: +SKIP
+    """
+    level = _args.level(level)
+    if not isinstance(check, str) or not check:
+        raise TypeError(f"'check' must be a check name or type (a string); got {check!r}")
+    wanted = None if annotator is None else _args.names("annotator", annotator)
+    if isinstance(data, pd.DataFrame):
+        pairs, unreviewed = _frame_pairs(data, check)
+    else:
+        run = data if isinstance(data, Run) else load(data)
+        pairs, unreviewed = _run_pairs(run, check)
+    bad = sorted(set(pairs["verdict"].dropna()) - set(VERDICTS))
+    if bad:
+        options = ", ".join(repr(v) for v in VERDICTS)
+        raise ArgumentError(f"'verdict' values must be one of {options}; got {bad!r}")
+    present = list(dict.fromkeys(pairs["annotator"]))
+    if wanted is not None:
+        unknown = [a for a in wanted if a not in present]
+        if unknown:
+            have = ", ".join(repr(a) for a in present) or "none (no verdicts)"
+            raise ArgumentError(
+                f"'annotator' must be among those with verdicts ({have}); got {unknown!r}"
+            )
+        present = wanted
+    pairs = pairs[pairs["annotator"].isin(present)]
+    summary = pd.DataFrame(
+        [
+            _summary_row(pairs[pairs["annotator"] == a], a, check, unreviewed.get(a, 0), level)
+            for a in present
+        ],
+        columns=SUMMARY_COLUMNS,
+    )
+    compared = pairs["verdict"].isin(("pass", "fail")) & pairs["outcome"].notna()
+    machine = pairs["outcome"].fillna(False).astype(bool)
+    differ = compared & ((pairs["verdict"] == "pass") != machine)
+    disagreements = (
+        pairs.loc[differ, [c for c in DISAGREEMENT_COLUMNS if c in pairs.columns]]
+        .reset_index(drop=True)
+        .astype({"outcome": bool})
+    )
+    return Calibration(summary, disagreements, _between_annotators(pairs, present, level))
+
+
+# -- pairing verdicts with check outcomes -------------------------------------------------
+
+
+def check_outcomes(run: Run, check: str | None) -> tuple[np.ndarray, pd.DataFrame]:
+    """Per sample (positions in ``run.table("samples")``) one outcome code for ``check``.
+
+    Codes: 0 fail, 1 pass, 2 unscored, 3 no such check on the sample. ``check`` is a
+    check name, a check type, ``"all"``, or None (``"all"``). Also returns the selected
+    check rows with their sample ``position``.
+    """
+    samples = run.table("samples", ["status"])
+    checks = run.table("checks", ["check_type", "outcome", "detail"])
+    names = [str(c) for c in checks["check"].cat.categories]
+    types = sorted({str(t) for t in checks["check_type"].dropna().unique()})
+    if check is None or check == ALL:
+        chosen = np.ones(len(checks), dtype=bool)
+    elif check in names:
+        chosen = (checks["check"] == check).to_numpy(dtype=bool)
+    elif check in types:
+        chosen = (checks["check_type"].astype(object) == check).to_numpy(dtype=bool)
+    else:
+        options = ", ".join(repr(c) for c in [*types, *names, ALL])
+        raise ArgumentError(f"'check' must be a check type or name ({options}); got {check!r}")
+    rows = checks[chosen]
+    position = sample_positions(samples, rows) if len(rows) else np.zeros(0, dtype=np.int64)
+    known = position >= 0
+    rows = rows[known].assign(position=position[known])
+    outcome = rows["outcome"].astype("boolean").to_numpy(dtype=np.int8, na_value=_NULL)
+    codes = np.full(len(samples), _ABSENT, dtype=np.int8)
+    # fail (0) < pass (1) < unscored (2): the smallest code of a sample's checks is its own
+    np.minimum.at(codes, rows["position"].to_numpy(), outcome)
+    return codes, rows
+
+
+def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
+    codes, rows = check_outcomes(run, check)
+    samples = run.table("samples", ["status"])
+    verdicts = latest_verdicts(run.table("verdicts", ["reason"]))
+    position = sample_positions(samples, verdicts) if len(verdicts) else np.zeros(0, np.int64)
+    verdicts = verdicts[position >= 0].reset_index(drop=True)
+    position = position[position >= 0]
+    code = codes[position]
+    outcome = pd.array(np.where(code <= _PASS, code == _PASS, False), dtype="boolean")
+    outcome[code > _PASS] = pd.NA
+    pairs = pd.DataFrame({c: verdicts[c].astype(object) for c in KEY if c != "repeat"})
+    pairs["repeat"] = verdicts["repeat"].to_numpy()
+    pairs = pairs[KEY]
+    pairs["annotator"] = verdicts["annotator"].astype(object).to_numpy()
+    pairs["verdict"] = verdicts["verdict"].astype(object).to_numpy()
+    pairs["outcome"] = outcome
+    pairs["reason"] = verdicts["reason"].astype(object).to_numpy()
+    pairs["detail"] = _details(rows, position)
+    pairs["unit"] = case_field(run, pairs, "group") if len(pairs) else []
+    scored = int((codes <= _PASS).sum())
+    reviewed_scored = (
+        pd.Series(code <= _PASS).groupby(pairs["annotator"].to_numpy()).sum().astype(int)
+    )
+    unreviewed = {a: scored - int(k) for a, k in reviewed_scored.items()}
+    return pairs, unreviewed
+
+
+def _details(rows: pd.DataFrame, position: np.ndarray) -> np.ndarray:
+    """For each verdict's sample, what the selected checks said ("check: detail; ...")."""
+    wanted = rows[rows["position"].isin(position)]
+    text = wanted["check"].astype(str) + ": " + wanted["detail"].fillna("").astype(str)
+    text = text.where(wanted["detail"].fillna("") != "", wanted["check"].astype(str) + ": ok")
+    joined = text.groupby(wanted["position"].to_numpy()).agg("; ".join)
+    return pd.Series(position).map(joined).fillna("").to_numpy(dtype=object)
+
+
+def _frame_pairs(frame: pd.DataFrame, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
+    missing = [c for c in ("outcome", "verdict") if c not in frame.columns]
+    if missing:
+        raise ArgumentError(
+            "'data' must be a Run, a run directory, or a frame with columns 'outcome' "
+            f"(the check) and 'verdict' (the person); missing {missing!r}"
+        )
+    pairs = frame.copy()
+    if "annotator" not in pairs:
+        pairs["annotator"] = "annotator"
+    pairs["annotator"] = pairs["annotator"].astype(object)
+    pairs["verdict"] = pairs["verdict"].astype(object)
+    if "created_at" in pairs and set(KEY) <= set(pairs.columns):
+        reviewed = latest_verdicts(pairs[pairs["verdict"].notna()])
+        pairs = pd.concat([reviewed, pairs[pairs["verdict"].isna()]], ignore_index=True)
+    pairs["outcome"] = pairs["outcome"].astype("boolean")
+    for column in ("reason", "detail"):
+        if column not in pairs:
+            pairs[column] = ""
+    # The unit of the intervals: the case group, the case, or else every row its own.
+    unit = next((c for c in ("group", "case_id") if c in pairs.columns), None)
+    pairs["unit"] = pairs[unit].astype(object) if unit else np.arange(len(pairs))
+    unreviewed = (
+        (pairs["verdict"].isna() & pairs["outcome"].notna())
+        .groupby(pairs["annotator"])
+        .sum()
+        .astype(int)
+        .to_dict()
+    )
+    return pairs[pairs["verdict"].notna()].reset_index(drop=True), unreviewed
+
+
+# -- statistics ---------------------------------------------------------------------------
+
+
+def _summary_row(
+    pairs: pd.DataFrame, annotator: str, check: str, unreviewed: int, level: float
+) -> dict[str, Any]:
+    judged = pairs[pairs["verdict"].isin(("pass", "fail"))]
+    scored = judged[judged["outcome"].notna()]
+    human = (scored["verdict"] == "pass").to_numpy()
+    machine = scored["outcome"].astype(bool).to_numpy()
+    units = pd.factorize(scored["unit"].astype(object))[0] if len(scored) else np.zeros(0, int)
+    cells = np.column_stack(
+        [human & machine, human & ~machine, ~human & machine, ~human & ~machine]
+    ).astype(float)
+    per_unit = np.zeros((units.max(initial=-1) + 1, 4))
+    np.add.at(per_unit, units, cells)
+    tp, fn, fp, tn = (int(v) for v in per_unit.sum(axis=0))
+    table = np.array([[tp, fn], [fp, tn]])
+    n = tp + fn + fp + tn
+    clustered = bool((np.bincount(units) > 1).any()) if len(units) else False
+    if clustered:
+        kappa, kappa_low, kappa_high = _jackknife_kappa(per_unit, level)
+        rates, low, high = _clustered_rates(per_unit, level)
+        mcnemar_p = _clustered_mcnemar(per_unit[:, 2] - per_unit[:, 1])
+    else:
+        kappa, kappa_low, kappa_high = kappa_interval(table, level)
+        rates, low, high = proportion_interval([tp, tn], [tp + fn, tn + fp], level=level)
+        # With no disagreements there is nothing to test: p = 1.
+        mcnemar_p = float(mcnemar(table, exact=True).pvalue) if fn + fp else 1.0
+    return {
+        "annotator": annotator,
+        "check": check,
+        "cases": len(per_unit),
+        "n": n,
+        "agree": tp + tn,
+        "agreement": (tp + tn) / n if n else np.nan,
+        "kappa": kappa,
+        "kappa_low": kappa_low,
+        "kappa_high": kappa_high,
+        "tp": tp,
+        "fn": fn,
+        "fp": fp,
+        "tn": tn,
+        "tpr": rates[0],
+        "tpr_low": low[0],
+        "tpr_high": high[0],
+        "tnr": rates[1],
+        "tnr_low": low[1],
+        "tnr_high": high[1],
+        "mcnemar_p": mcnemar_p,
+        "needs_review": int((pairs["verdict"] == "needs_review").sum()),
+        "unscored": int(judged["outcome"].isna().sum()),
+        "unreviewed": int(unreviewed),
+        "level": level,
+        "method": CLUSTERED if clustered else INDEPENDENT,
+    }
+
+
+def _kappas(tables: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of each 2x2 table given as rows (both pass, 1 only, 2 only, neither)."""
+    total = tables.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = (tables[:, 0] + tables[:, 3]) / total
+        first = (tables[:, 0] + tables[:, 1]) / total
+        second = (tables[:, 0] + tables[:, 2]) / total
+        expected = first * second + (1 - first) * (1 - second)
+        return np.where(expected < 1, (observed - expected) / (1 - expected), np.nan)
+
+
+def _jackknife_kappa(per_unit: np.ndarray, level: float) -> tuple[float, float, float]:
+    """Kappa and its interval from the jackknife over cases (leave one case out), with a
+    t quantile on ``cases - 1`` degrees of freedom; NaN with fewer than 2 cases or when
+    leaving a case out leaves a rater with one category."""
+    whole = per_unit.sum(axis=0)
+    kappa = float(_kappas(whole[None, :])[0])
+    units = len(per_unit)
+    marginals = np.array([whole[0] + whole[1], whole[0] + whole[2]])
+    if units < 2 or not np.isfinite(kappa) or (marginals == 0).any():
+        return kappa, np.nan, np.nan
+    if (marginals == whole.sum()).any():
+        return kappa, np.nan, np.nan
+    left_out = _kappas(whole[None, :] - per_unit)
+    if not np.isfinite(left_out).all():
+        return kappa, np.nan, np.nan
+    se = float(np.sqrt((units - 1) / units * np.sum((left_out - left_out.mean()) ** 2)))
+    critical = float(t.ppf(0.5 + level / 2, units - 1))
+    return kappa, max(-1.0, kappa - critical * se), min(1.0, kappa + critical * se)
+
+
+def _clustered_rates(
+    per_unit: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TPR and TNR with Wilson intervals on the effective sample size across cases.
+
+    A ratio over cases: ``se^2 = G/(G-1) sum_g (hits_g - rate * total_g)^2 / total^2``
+    (CR1 over the ``G`` cases that have any), ``n_eff = rate (1 - rate) / se^2`` capped
+    at the samples and shrunk by ``(z / t_{G-1})^2`` below 30 cases, as in suite_rate; a
+    zero ``se`` uses one sample per case.
+    """
+    z = norm.ppf(0.5 + level / 2)
+    estimates, lows, highs = [], [], []
+    for hits, total in ((per_unit[:, 0], per_unit[:, 0] + per_unit[:, 1]),
+                        (per_unit[:, 3], per_unit[:, 3] + per_unit[:, 2])):  # fmt: skip
+        keep = total > 0
+        hits, total = hits[keep], total[keep]
+        groups, samples = len(total), float(total.sum())
+        if samples == 0:
+            estimates.append(np.nan)
+            lows.append(np.nan)
+            highs.append(np.nan)
+            continue
+        rate = float(hits.sum()) / samples
+        shrink = (z / t.ppf(0.5 + level / 2, max(groups - 1, 1))) ** 2 if groups < 30 else 1.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            variance = groups / max(groups - 1, 1) * np.sum((hits - rate * total) ** 2)
+            variance /= samples**2
+            n_eff = min(rate * (1 - rate) / variance, samples) if variance > 0 else groups
+        n_eff *= shrink
+        _, low, high = proportion_interval([rate * n_eff], [n_eff], level=level)
+        estimates.append(rate)
+        lows.append(float(low[0]))
+        highs.append(float(high[0]))
+    return np.array(estimates), np.array(lows), np.array(highs)
+
+
+def _clustered_mcnemar(differences: np.ndarray) -> float:
+    """McNemar over cases: per case ``fp - fn``; the exact sign-flip test, or its normal
+    form ``(sum d)^2 / sum d^2 ~ chi2(1)`` (Durkalski et al. 2003) beyond 16 cases."""
+    moved = differences[np.abs(differences) > 0]
+    if len(moved) == 0:
+        return 1.0
+    if len(moved) <= MAX_EXACT:
+        return float(sign_flip_p([moved])[0])
+    return float(chi2.sf(moved.sum() ** 2 / np.sum(moved**2), 1))
+
+
+def kappa_interval(table: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Cohen's kappa of a square table and its interval from the asymptotic standard
+    error (statsmodels ``cohens_kappa``), cut to kappa's range [-1, 1]. Kappa is NaN when
+    both raters used a single category; the interval is NaN when either did."""
+    table = np.asarray(table, dtype=float)
+    total = table.sum()
+    if total == 0:
+        return np.nan, np.nan, np.nan
+    expected = float((table.sum(axis=0) * table.sum(axis=1)).sum()) / total**2
+    if expected >= 1:
+        return np.nan, np.nan, np.nan
+    # Tiny tables can give a negative variance estimate: its interval is then NaN.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        result = cohens_kappa(table, return_results=True)
+    kappa, se = float(result.kappa), float(result.std_kappa)
+    if (table.sum(axis=0) == 0).any() or (table.sum(axis=1) == 0).any():
+        # One rater used one category only: kappa is 0 and its standard error says
+        # nothing (it comes out 0), so there is no interval to give.
+        return kappa, np.nan, np.nan
+    z = norm.ppf(1 - (1 - level) / 2)
+    return kappa, max(-1.0, kappa - z * se), min(1.0, kappa + z * se)
+
+
+def _between_annotators(pairs: pd.DataFrame, annotators: list[str], level: float) -> pd.DataFrame:
+    if len(annotators) < 2:
+        return pd.DataFrame(columns=ANNOTATOR_COLUMNS)
+    sample = [c for c in KEY if c in pairs.columns]
+    if not sample:
+        raise ArgumentError(
+            "comparing annotators needs the sample key columns "
+            f"({', '.join(KEY)}) in 'data' to match their verdicts"
+        )
+    wide = pairs.pivot(index=sample, columns="annotator", values="verdict").reindex(
+        columns=annotators
+    )
+    units = pairs.groupby(sample, observed=True)["unit"].first().reindex(wide.index)
+    rows = [
+        _agreement_row(wide[list(pair)], units, "cohen", level)
+        for pair in itertools.combinations(annotators, 2)
+    ]
+    if len(annotators) > 2:
+        rows.append(_agreement_row(wide, units, "fleiss", level))
+    return pd.DataFrame(rows, columns=ANNOTATOR_COLUMNS)
+
+
+def _agreement_row(
+    wide: pd.DataFrame, units: pd.Series, method: str, level: float
+) -> dict[str, Any]:
+    everyone = wide.notna().all(axis=1)
+    flagged = everyone & wide.eq("needs_review").any(axis=1)
+    judged = wide[everyone & ~flagged]
+    passes = judged.eq("pass").sum(axis=1).to_numpy()
+    raters = wide.shape[1]
+    agree = int(((passes == 0) | (passes == raters)).sum())
+    n = len(judged)
+    unit = pd.factorize(units[everyone & ~flagged].astype(object))[0]
+    if method == "cohen":
+        first, second = (judged.iloc[:, i].eq("pass").to_numpy() for i in (0, 1))
+        table = np.array(
+            [
+                [(first & second).sum(), (first & ~second).sum()],
+                [(~first & second).sum(), (~first & ~second).sum()],
+            ]
+        )
+        if len(unit) and (np.bincount(unit) > 1).any():
+            cells = np.column_stack(
+                [first & second, first & ~second, ~first & second, ~first & ~second]
+            ).astype(float)
+            per_unit = np.zeros((unit.max() + 1, 4))
+            np.add.at(per_unit, unit, cells)
+            kappa, low, high = _jackknife_kappa(per_unit, level)
+            method = "cohen, jackknife over cases"
+        else:
+            kappa, low, high = kappa_interval(table, level)
+    else:
+        counts = np.column_stack([passes, raters - passes])
+        undefined = n == 0 or counts[:, 0].sum() in (0, n * raters)
+        kappa = np.nan if undefined else float(fleiss_kappa(counts, method="fleiss"))
+        low = high = np.nan
+    return {
+        "annotators": ", ".join(str(c) for c in wide.columns),
+        "method": method,
+        "raters": raters,
+        "cases": len(np.unique(unit)),
+        "n": n,
+        "agree": agree,
+        "agreement": agree / n if n else np.nan,
+        "kappa": kappa,
+        "low": low,
+        "high": high,
+        "level": level,
+        "needs_review": int(flagged.sum()),
+        "partial": int((wide.notna().any(axis=1) & ~everyone).sum()),
+    }

@@ -1,0 +1,464 @@
+"""Two variants (or several) on the same cases: paired per-case differences and a verdict.
+
+The question a comparison answers depends on what it generalises to. The default,
+``mode="random"``, treats the cases as a sample of the cases you care about: the
+standard error comes from how much the per-case differences vary across cases, with
+a t interval on ``C - 1`` degrees of freedom (groups when cases share a ``group``).
+``mode="fixed"`` answers "on exactly these cases": the only noise is the binomial
+noise of the repeats inside each case. Overlapping intervals are never used.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+
+from evalnb._exceptions import ArgumentError
+from evalnb.analysis import _args
+from evalnb.analysis import _display as display
+from evalnb.analysis._cluster import clustered_mean, group_ids
+from evalnb.analysis._exact import (
+    conditional_mcnemar_interval,
+    sign_flip_min_p,
+    sign_flip_p,
+    stratified_exact_p,
+)
+from evalnb.analysis._frames import Run
+from evalnb.analysis._tally import has_column, require_cases, tallies
+
+__all__ = ["compare", "compare_cases"]
+
+MODES = ("random", "fixed")
+#: statsmodels ``multipletests`` methods offered for several comparisons, and "none".
+ADJUSTMENTS = ("holm", "bonferroni", "fdr_bh", "none")
+#: Below this many groups the t verdict also needs the exact sign-flip test.
+FEW_GROUPS = 10
+B_BETTER = "B better"
+A_BETTER = "A better"
+CANT_TELL = "can't tell yet"
+_ZERO = 1e-12
+
+
+def compare(
+    data: Run | pd.DataFrame,
+    a: str | None = None,
+    b: str | Sequence[str] | None = None,
+    *,
+    check: str | Sequence[str] | None = "all",
+    by: str | Sequence[str] | None = None,
+    on: str = "variant",
+    mode: str = "random",
+    source: str = "checks",
+    level: float = 0.95,
+    adjust: str | None = "holm",
+) -> pd.DataFrame:
+    """Is ``b`` better than ``a``? Paired per-case differences of pass rates (B - A).
+
+    Only cases both ran (with at least one scored sample each) are paired. ``a`` and
+    ``b`` are values of ``on`` (variant names by default; ``on="run_id"`` compares
+    runs). ``b`` may be a list: ``a`` against each. With ``a`` alone, ``a`` against every
+    other value; with neither, the only two values, or every pair when there are more.
+    Several comparisons are adjusted for multiplicity (``adjust``, Holm by default, per
+    ``by`` group and check): five prompt variants are not five uncorrected tests.
+
+    The test follows the design. ``mode="random"`` (generalise to new cases): paired t
+    across cases on ``C - 1`` degrees of freedom (groups when cases share a ``group``);
+    with fewer than 10 groups the exact sign-flip test over cases (groups) must agree,
+    because the t is not robust with so few (its p is in ``p_exact``). ``mode="fixed"``
+    (exactly these cases): the within-case binomial variance with a normal interval,
+    and the exact conditional test of the per-case 2x2 tables must agree. With one sample
+    per case and side both modes use the exact McNemar test, and the interval is the one
+    that inverts it. A standard error of 0 (every per-case difference the same) is never
+    certainty: the within-case binomial standard error (Agresti-Caffo: one pass and one
+    fail added per case and side) stands in. ``min_p`` is the smallest p-value the exact
+    test could give with this many cases; when it is not below ``1 - level`` no verdict
+    but "can't tell yet" is possible, and ``note`` says so. The verdict is "B better" or
+    "A better" when ``p_adjusted < 1 - level``, otherwise "can't tell yet".
+
+    Returns:
+        DataFrame, one row per comparison, ``by`` group and check, columns:
+
+        - the ``by`` keys, then ``check``; ``a``, ``b``: the two sides;
+        - ``cases``: paired cases; ``groups``: their distinct groups;
+        - ``repeats_a``, ``repeats_b``: mean scored samples per case;
+        - ``rate_a``, ``rate_b``: mean per-case pass rates over the paired cases;
+        - ``diff``: mean of per-case (B - A); ``se``: its standard error;
+        - ``df``: degrees of freedom (infinite for ``mode="fixed"``);
+        - ``low``, ``high``: interval for ``diff`` at ``level``, cut to [-1, 1]; ``level``;
+        - ``p_value``: two-sided, for no difference, from ``method``;
+        - ``p_exact``: the exact test beside it (``exact_method``), NaN when none is needed;
+        - ``min_p``: the smallest p the verdict's exact test can give with these cases
+          (0 when the verdict rests on the t test alone);
+        - ``p_adjusted``: the larger of ``p_value`` and ``p_exact``, adjusted over the
+          ``comparisons`` (``adjust``): the p the verdict uses;
+        - ``correlation``: Pearson correlation of the per-case rates of A and B;
+        - ``note``: what the reader must know before the verdict (a design that cannot
+          reach significance, an exact test that does not agree...), or empty;
+        - ``verdict``: "B better", "A better" or "can't tell yet";
+        - ``mode``: "random" (generalises to new cases) or "fixed" (these cases);
+        - ``method``: the test and interval used; ``exact_method``: the exact test;
+        - ``unpaired``: cases only one side ran, left out;
+        - ``comparisons``: comparisons in the family; ``adjust``: the adjustment used.
+
+    >>> evalnb.compare(run, a="baseline", b="revised")     # doctest: +SKIP
+    >>> evalnb.compare(run, a="baseline", b=["short", "polite", "strict"])  # doctest: +SKIP
+    """
+    level = _args.level(level)
+    _args.choice("mode", mode, MODES)
+    adjust = _args.choice("adjust", "none" if adjust is None else adjust, ADJUSTMENTS)
+    by = _args.names("by", by)
+    require_cases(data, "a comparison pairs cases")
+    counts, values, cluster = side_counts(data, by=by, on=on, check=check, source=source)
+    pairs = _pairs(values, a, b, on)
+    keys = [*by, "check"]
+    parts = []
+    for left, right in pairs:
+        wide = _wide(counts, left, right, by=by, on=on, cluster=cluster)
+        parts.append(_compare_pair(wide, left, right, keys, cluster, mode, level))
+    out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return display.result(_adjust(out, keys, adjust, 1 - level), display.compare_summary)
+
+
+def _pairs(values: list[str], a: Any, b: Any, on: str) -> list[tuple[str, str]]:
+    """The (A, B) pairs asked for, each checked against the values present."""
+    if a is None and b is None:
+        if len(values) < 2:
+            raise ArgumentError(
+                f"'a' and 'b' must name the two {on} values to compare (the data has "
+                f"{', '.join(map(repr, values)) or 'none'}); got a=None, b=None"
+            )
+        return list(itertools.combinations(values, 2))
+    a = _args.choice("a", a, values)
+    if b is None:
+        others = [v for v in values if v != a]
+        if not others:
+            raise ArgumentError(f"'b' must name a {on} value other than a={a!r}; the data has none")
+        return [(a, v) for v in others]
+    wanted = [b] if isinstance(b, str) else b
+    if not isinstance(wanted, Sequence) or not wanted:
+        raise TypeError(f"'b' must be a {on} value or a list of them; got {b!r}")
+    chosen = [_args.choice("b", v, values) for v in wanted]
+    if len(set(chosen)) != len(chosen):
+        raise ArgumentError(f"'b' must not repeat a value; got {b!r}")
+    if a in chosen:
+        raise ArgumentError(f"'a' and 'b' must differ; got a={a!r}, b={b!r}")
+    return [(a, v) for v in chosen]
+
+
+def _compare_pair(
+    wide: pd.DataFrame,
+    a: str,
+    b: str,
+    keys: list[str],
+    cluster: str,
+    mode: str,
+    level: float,
+) -> pd.DataFrame:
+    paired = wide[wide["paired"]].reset_index(drop=True)
+    ids, out = group_ids(paired, keys)
+    size = len(out)
+    k_a = paired["k_a"].to_numpy(dtype=float)
+    k_b = paired["k_b"].to_numpy(dtype=float)
+    n_a = paired["n_a"].to_numpy(dtype=float)
+    n_b = paired["n_b"].to_numpy(dtype=float)
+    rate_a, rate_b = k_a / np.maximum(n_a, 1), k_b / np.maximum(n_b, 1)
+    diff = rate_b - rate_a
+    clusters = paired[cluster].astype(object).to_numpy()
+    spread = clustered_mean(diff, ids, clusters, size)
+    cases = spread["cases"].astype(float)
+    groups = spread["groups"]
+    mean = spread["mean"]
+    alpha = 1 - level
+    # Agresti-Caffo: one pass and one fail added per case and side; never 0.
+    adjusted = _adjusted_variance(k_a, n_a) + _adjusted_variance(k_b, n_b)
+    floor = np.sqrt(np.bincount(ids, weights=adjusted, minlength=size)) / cases
+
+    if mode == "random":
+        se, df = spread["se"], spread["df"]
+        critical = stats.t.ppf(1 - alpha / 2, np.maximum(df, 1))
+        what = "paired t across cases"
+    else:
+        within = _binomial_variance(rate_a, n_a) + _binomial_variance(rate_b, n_b)
+        se = np.sqrt(np.bincount(ids, weights=within, minlength=size)) / cases
+        df = np.full(size, np.inf)
+        critical = np.full(size, stats.norm.ppf(1 - alpha / 2))
+        what = "fixed cases: within-case binomial variance, normal interval"
+    flat = ~(se > _ZERO) & (groups >= 2 if mode == "random" else cases > 0)
+    se = np.where(flat, floor, se)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if mode == "random":
+            p_value = 2 * stats.t.sf(np.abs(mean / se), np.maximum(df, 1))
+        else:
+            p_value = 2 * stats.norm.sf(np.abs(mean / se))
+    low = np.maximum(mean - critical * se, -1.0)
+    high = np.minimum(mean + critical * se, 1.0)
+    method = np.full(size, what, dtype=object)
+    exact_method = np.full(size, "", dtype=object)
+    p_exact = np.full(size, np.nan)
+    min_p = np.zeros(size)
+    notes: list[list[str]] = [[] for _ in range(size)]
+    unit = np.where(groups == cases, "cases", "groups")
+
+    single = np.bincount(ids, weights=((n_a == 1) & (n_b == 1)).astype(float), minlength=size)
+    single = single == cases
+    # The exact tests: over group sums of the differences, or the per-case 2x2 tables.
+    order = np.argsort(ids, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(ids, minlength=size))[:-1])
+    sums = [_group_sums(diff[rows], clusters[rows]) for rows in members]
+    moved = np.array([int(np.sum(np.abs(v) > _ZERO)) for v in sums])
+    few = (groups < FEW_GROUPS) | flat
+    if mode == "random":
+        wanted = np.flatnonzero(few & ~single)
+        p_exact[wanted] = sign_flip_p([sums[g] for g in wanted])
+        exact_method[wanted] = np.where(
+            unit[wanted] == "cases", "sign-flip over cases", "sign-flip over groups"
+        )
+        min_p[wanted] = sign_flip_min_p(groups[wanted])
+    else:
+        for g in np.flatnonzero(~single):
+            rows = members[g]
+            p_exact[g], min_p[g] = stratified_exact_p(k_a[rows], n_a[rows], k_b[rows], n_b[rows])
+            exact_method[g] = "exact conditional test of the per-case 2x2 tables"
+    for g in np.flatnonzero(single):
+        rows = members[g]
+        passed_a, passed_b = rate_a[rows] == 1, rate_b[rows] == 1
+        b_only, a_only = int(np.sum(~passed_a & passed_b)), int(np.sum(passed_a & ~passed_b))
+        if unit[g] == "cases":
+            table = [[np.sum(passed_a & passed_b), a_only], [b_only, np.sum(~passed_a & ~passed_b)]]
+            p_value[g] = mcnemar(table, exact=True).pvalue
+            exact_method[g] = "exact McNemar"
+        else:
+            p_value[g] = sign_flip_p([sums[g]])[0]
+            exact_method[g] = "exact McNemar over groups (sign-flip of group sums)"
+        p_exact[g] = p_value[g]
+        min_p[g] = sign_flip_min_p(groups[g])
+        low[g], high[g] = conditional_mcnemar_interval(b_only, a_only, int(cases[g]), level)
+        se[g] = np.nan
+        method[g] = (
+            "exact McNemar (one sample per case and side); interval: conditional "
+            "Clopper-Pearson, the one the test inverts"
+        )
+    for i in range(size):
+        where = f"{int(groups[i])} {unit[i]}"
+        if min_p[i] >= alpha:
+            notes[i].append(
+                f"no outcome with {where} can reach p < {alpha:g} (the smallest exact p is "
+                f"{min_p[i]:.3g}): the verdict can only be can't tell yet"
+                + ("; add cases" if mode == "random" else "")
+            )
+        elif (single[i] or (mode == "random" and few[i])) and sign_flip_min_p(moved[i]) >= alpha:
+            what_moved = "discordant cases" if single[i] else f"{unit[i]} moved"
+            notes[i].append(f"only {moved[i]} {what_moved}: no p < {alpha:g} is possible from them")
+        if flat[i] and not single[i]:
+            notes[i].append(
+                "every per-case difference is the same: the standard error is the "
+                "within-case binomial one (Agresti-Caffo), not 0"
+            )
+        if not single[i] and p_value[i] < alpha <= p_exact[i] and min_p[i] < alpha:
+            notes[i].append(f"the exact test ({exact_method[i]}) does not agree")
+
+    out.insert(len(keys), "a", a)
+    out.insert(len(keys) + 1, "b", b)
+    out["cases"] = spread["cases"]
+    out["groups"] = groups
+    out["repeats_a"] = _mean_by(n_a, ids, cases)
+    out["repeats_b"] = _mean_by(n_b, ids, cases)
+    out["rate_a"] = _mean_by(rate_a, ids, cases)
+    out["rate_b"] = _mean_by(rate_b, ids, cases)
+    out["diff"] = mean
+    out["se"] = se
+    out["df"] = df
+    out["low"] = low
+    out["high"] = high
+    out["level"] = level
+    out["p_value"] = p_value
+    out["p_exact"] = p_exact
+    out["min_p"] = min_p
+    out["p_adjusted"] = np.fmax(p_value, p_exact)
+    out["correlation"] = _correlation(rate_a, rate_b, ids, size)
+    out["note"] = ["; ".join(n) for n in notes]
+    out["verdict"] = CANT_TELL
+    out["mode"] = mode
+    out["method"] = method
+    out["exact_method"] = exact_method
+    unpaired = (
+        wide[~wide["paired"]].groupby(keys, observed=True, dropna=False).size()
+        if (~wide["paired"]).any()
+        else pd.Series(dtype="int64")
+    )
+    index = pd.MultiIndex.from_frame(out[keys]) if len(keys) > 1 else pd.Index(out["check"])
+    out["unpaired"] = unpaired.reindex(index, fill_value=0).to_numpy().astype(np.int64)
+    return out
+
+
+def _adjust(out: pd.DataFrame, keys: list[str], adjust: str, alpha: float) -> pd.DataFrame:
+    """Adjust ``p_adjusted`` over the comparisons of each family, then give the verdicts."""
+    family = out.groupby(keys, observed=True, dropna=False, sort=False).ngroup().to_numpy()
+    size = np.bincount(family, minlength=family.max(initial=-1) + 1)
+    out["comparisons"] = size[family].astype(np.int64)
+    adjusted = out["p_adjusted"].to_numpy(dtype=float).copy()
+    if adjust == "holm":
+        adjusted = _holm(adjusted, family)
+    elif adjust != "none" and (size > 1).any():
+        for f in np.flatnonzero(size > 1):
+            rows = np.flatnonzero((family == f) & np.isfinite(adjusted))
+            if len(rows):
+                adjusted[rows] = multipletests(adjusted[rows], alpha=alpha, method=adjust)[1]
+    out["p_adjusted"] = adjusted
+    out["adjust"] = np.where(size[family] > 1, adjust, "none")
+    several = (size[family] > 1) & (adjust != "none")
+    out["note"] = [
+        "; ".join(filter(None, [note, f"{adjust.capitalize()}-adjusted over {n} comparisons"]))
+        if many
+        else note
+        for note, n, many in zip(out["note"], size[family], several, strict=True)
+    ]
+    significant = adjusted < alpha
+    mean = out["diff"].to_numpy(dtype=float)
+    out["verdict"] = np.where(
+        significant & (mean > 0), B_BETTER, np.where(significant & (mean < 0), A_BETTER, CANT_TELL)
+    )
+    return out
+
+
+def compare_cases(
+    data: Run | pd.DataFrame,
+    a: str | None = None,
+    b: str | None = None,
+    *,
+    check: str | Sequence[str] | None = "all",
+    by: str | Sequence[str] | None = None,
+    on: str = "variant",
+    source: str = "checks",
+) -> pd.DataFrame:
+    """The per-case differences behind :func:`compare`, largest moves first.
+
+    Returns:
+        DataFrame, one row per case (within each ``by`` group and check), columns:
+        the ``by`` keys, ``check``, ``case_id``, ``group`` (when cases have groups),
+        ``k_a``, ``n_a``, ``rate_a``, ``k_b``, ``n_b``, ``rate_b``, ``diff`` (B - A),
+        and ``paired`` (False when only one side ran the case; those rows come last).
+    """
+    by = _args.names("by", by)
+    wide, _, _, cluster = paired_counts(data, a, b, check=check, by=by, on=on, source=source)
+    order = wide.assign(_moved=-wide["diff"].abs().fillna(-1.0))
+    order = order.sort_values([*by, "check", "_moved"], kind="stable").drop(columns="_moved")
+    columns = [*by, "check", "case_id", *([cluster] if cluster != "case_id" else [])]
+    columns += ["k_a", "n_a", "rate_a", "k_b", "n_b", "rate_b", "diff", "paired"]
+    return order[columns].reset_index(drop=True)
+
+
+def paired_counts(
+    data: Any, a: str | None, b: str | None, *, check: Any, by: list[str], on: str, source: str
+) -> tuple[pd.DataFrame, str, str, str]:
+    """Per case: counts of both sides side by side, and which cases are paired."""
+    counts, values, cluster = side_counts(data, by=by, on=on, check=check, source=source)
+    a, b = _args.pair(a, b, values, what=f"{on} values")
+    return _wide(counts, a, b, by=by, on=on, cluster=cluster), a, b, cluster
+
+
+def side_counts(
+    data: Any, *, by: list[str], on: str, check: Any, source: str
+) -> tuple[pd.DataFrame, list[str], str]:
+    """Counts per (``by``, ``on``, case), the ``on`` values present, and the cluster column."""
+    for reserved in (on, "case_id", "group"):
+        if reserved in by:
+            raise ArgumentError(
+                f"'by' must not include {reserved!r}: a comparison pairs {on} values within "
+                f"cases; got {by!r}"
+            )
+    cluster = "group" if has_column(data, "group") else "case_id"
+    extra = [cluster] if cluster != "case_id" else []
+    counts = tallies(data, [*by, on, "case_id", *extra], check=check, source=source)
+    values = [str(v) for v in pd.unique(counts[on].astype(object))]
+    if isinstance(counts[on].dtype, pd.CategoricalDtype):
+        present = set(values)
+        values = [str(v) for v in counts[on].cat.categories if str(v) in present]
+    return counts, values, cluster
+
+
+def _wide(counts: pd.DataFrame, a: str, b: str, *, by: list[str], on: str, cluster: str) -> Any:
+    extra = [cluster] if cluster != "case_id" else []
+    side = counts[on].astype(object)
+    keys = [*by, "check", "case_id", *extra]
+    left = counts.loc[side == a, [*keys, "k", "n"]].rename(columns={"k": "k_a", "n": "n_a"})
+    right = counts.loc[side == b, [*keys, "k", "n"]].rename(columns={"k": "k_b", "n": "n_b"})
+    for frame in (left, right):
+        for key in keys:
+            if isinstance(frame[key].dtype, pd.CategoricalDtype):
+                frame[key] = frame[key].astype(object)
+    wide = left.merge(right, on=keys, how="outer", sort=False)
+    for column in ("k_a", "n_a", "k_b", "n_b"):
+        wide[column] = wide[column].fillna(0).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wide["rate_a"] = np.where(wide["n_a"] > 0, wide["k_a"] / wide["n_a"], np.nan)
+        wide["rate_b"] = np.where(wide["n_b"] > 0, wide["k_b"] / wide["n_b"], np.nan)
+    wide["diff"] = wide["rate_b"] - wide["rate_a"]
+    wide["paired"] = (wide["n_a"] > 0) & (wide["n_b"] > 0)
+    for key in keys:
+        if isinstance(counts[key].dtype, pd.CategoricalDtype):
+            wide[key] = pd.Categorical(wide[key], categories=counts[key].cat.categories)
+    return wide.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+def _binomial_variance(rate: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Unbiased variance of a per-case rate from ``n`` draws: p(1-p)/(n-1)."""
+    return rate * (1 - rate) / np.maximum(n - 1, 1)
+
+
+def _holm(p: np.ndarray, family: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment within each family, all families at once.
+
+    The same numbers as statsmodels ``multipletests(p, method="holm")`` (a test pins
+    them), which runs ``gc.collect()`` on every call: a second per family, over a thousand
+    ``by`` groups. NaN p-values are left out of their family and stay NaN.
+    """
+    finite = np.isfinite(p)
+    order = np.lexsort((p, family))
+    order = order[finite[order]]
+    ranked_family = family[order]
+    size = np.bincount(ranked_family, minlength=family.max(initial=-1) + 1)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    rank = np.arange(len(order)) - start[ranked_family]
+    scaled = np.minimum(1.0, p[order] * (size[ranked_family] - rank))
+    # running maximum within each family: offset families so they never mix
+    running = np.maximum.accumulate(scaled + 2.0 * ranked_family) - 2.0 * ranked_family
+    out = np.full(len(p), np.nan)
+    out[order] = running
+    return out
+
+
+def _adjusted_variance(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Variance of a per-case rate with one pass and one fail added (Agresti-Caffo)."""
+    rate = (k + 1) / (n + 2)
+    return rate * (1 - rate) / (n + 2)
+
+
+def _group_sums(diff: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+    """Per-case differences summed within each group: the units whose signs are flipped."""
+    codes = pd.factorize(pd.Series(clusters, dtype=object))[0]
+    return np.bincount(codes, weights=diff)
+
+
+def _mean_by(values: np.ndarray, ids: np.ndarray, cases: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.bincount(ids, weights=values, minlength=len(cases)) / cases
+
+
+def _correlation(x: np.ndarray, y: np.ndarray, ids: np.ndarray, size: int) -> np.ndarray:
+    """Pearson correlation of x and y within each id; NaN when either is constant."""
+    cases = np.bincount(ids, minlength=size).astype(float)
+    dx = x - _mean_by(x, ids, cases)[ids]
+    dy = y - _mean_by(y, ids, cases)[ids]
+    sxy = np.bincount(ids, weights=dx * dy, minlength=size)
+    sxx = np.bincount(ids, weights=dx * dx, minlength=size)
+    syy = np.bincount(ids, weights=dy * dy, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((sxx > _ZERO) & (syy > _ZERO), sxy / np.sqrt(sxx * syy), np.nan)

@@ -1,0 +1,425 @@
+"""The human pass rate from a judge on every sample and human verdicts on some of them.
+
+Prediction-powered inference (Angelopoulos et al. 2023, "Prediction-powered inference",
+Science 382): the judge's rate over every sample, corrected by how far the judge is from
+the people on the samples they reviewed,
+
+    estimate = judge rate (all samples) - (judge - human) on the reviewed samples,
+
+is unbiased for the human rate whatever the judge's errors, and its interval is narrower
+than the reviewed samples alone give when the judge is good. evalnb's form is the
+case-clustered one: the case is the unit, as in :func:`evalnb.suite_rate`, so the
+estimand is the mean of per-case human pass rates and the standard error comes from the
+per-case influence of both parts together (a ratio estimator linearised per case, CR1
+over case groups). The t interval has one degree of freedom fewer than the reviewed case
+groups (or than all groups, if fewer): the correction rests on the reviewed ones alone, and
+with a handful of them the interval must say so. With every sample reviewed it is the
+suite rate of the verdicts; with a perfect judge, the suite rate of the judge.
+
+It is valid when the reviewed samples are a random subset of the samples (every sample
+equally likely to be reviewed, say a random queue); reviewing the judge's disagreements
+first, or the hard cases, biases it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from evalnb._exceptions import ArgumentError
+from evalnb.analysis import _args
+from evalnb.analysis._calibrate import check_outcomes
+from evalnb.analysis._cluster import group_ids
+from evalnb.analysis._compare import A_BETTER, B_BETTER, CANT_TELL
+from evalnb.analysis._frames import KEY, Run, load
+from evalnb.analysis._tally import case_field, require_cases, sample_positions
+from evalnb.store._verdicts import VERDICTS, latest_verdicts
+
+__all__ = ["ppi_compare", "ppi_rate"]
+
+METHOD = "prediction-powered (PPI), clustered by case: t interval on (reviewed groups - 1) df"
+_ZERO = 1e-12
+
+
+def ppi_rate(
+    data: Run | str | os.PathLike[str] | pd.DataFrame,
+    check: str = "judge",
+    by: str | Sequence[str] | None = "variant",
+    *,
+    annotator: str | Sequence[str] | None = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """The human pass rate per ``by`` group, from the ``check`` (a judge) corrected by the
+    human verdicts on the samples people reviewed (prediction-powered inference).
+
+    ``data`` is a Run, a run directory, or a frame with one row per sample (or per sample
+    and annotator, with the sample key columns) holding ``case_id``, the ``by`` columns,
+    the check's ``outcome`` and the ``verdict`` (None where nobody reviewed it). ``check``
+    is a check name or type, as in :func:`evalnb.calibrate`. A sample several people
+    reviewed counts as the share of them who passed it (``annotator`` picks whose verdicts
+    count); ``needs_review`` is no verdict. Samples the check left unscored are left out.
+
+    Returns:
+        DataFrame, one row per ``by`` group, columns:
+
+        - the ``by`` keys, then ``check``;
+        - ``cases``, ``groups``: cases (case groups) with a scored sample;
+        - ``samples``: samples the check scored; ``reviewed``: those with a verdict;
+          ``reviewed_cases``: cases with at least one;
+        - ``judge_rate``: the check's mean per-case rate over every sample;
+        - ``correction``: minus the mean (check - human) over the reviewed samples;
+        - ``estimate`` = ``judge_rate + correction``: the human pass rate; ``se``;
+        - ``df``: degrees of freedom of the t interval (reviewed groups - 1 at most);
+        - ``low``, ``high``: the interval at ``level``, cut to [0, 1]; ``level``;
+        - ``human_only``, ``human_only_low``, ``human_only_high``: the mean per-case
+          human rate over the reviewed cases alone, with its t interval: what the
+          verdicts say without the judge;
+        - ``method``; ``note``: why a row has no interval, or empty.
+
+    >>> evalnb.ppi_rate(run, check="judge")                  # doctest: +SKIP
+    """
+    level = _args.level(level)
+    by = _args.names("by", by)
+    if "case_id" in by or "group" in by:
+        raise ArgumentError(
+            f"'by' must not include 'case_id' or 'group': the rate is taken across cases; "
+            f"got {by!r}"
+        )
+    rows = _samples(data, check, by, annotator)
+    per_case = _per_case(rows, by)
+    ids, out = group_ids(per_case, by)
+    size = len(out)
+    parts = _influence(per_case, ids, size)
+    human = _human_only(per_case, ids, size, level)
+    units = per_case["unit"].to_numpy()
+    se, df = _clustered_se(parts["influence"], ids, units, size)
+    df = np.minimum(df, _reviewed_units(per_case, ids, size) - 1)
+    critical = stats.t.ppf(0.5 + level / 2, np.maximum(df, 1))
+    estimate = parts["estimate"]
+    usable = np.isfinite(se) & (se > _ZERO) & (df >= 1)
+
+    out.insert(len(by), "check", check)
+    out["cases"] = np.bincount(ids, minlength=size)
+    out["groups"] = _units(per_case, ids, size)
+    out["df"] = df
+    out["samples"] = np.bincount(ids, weights=per_case["samples"], minlength=size).astype(int)
+    out["reviewed"] = np.bincount(ids, weights=per_case["reviewed"], minlength=size).astype(int)
+    out["reviewed_cases"] = np.bincount(ids, weights=per_case["reviewed"] > 0, minlength=size)
+    out["reviewed_cases"] = out["reviewed_cases"].astype(np.int64)
+    out["judge_rate"] = parts["judge"]
+    out["correction"] = parts["correction"]
+    out["estimate"] = estimate
+    out["se"] = se
+    out["low"] = np.where(usable, np.clip(estimate - critical * se, 0, 1), np.nan)
+    out["high"] = np.where(usable, np.clip(estimate + critical * se, 0, 1), np.nan)
+    out["level"] = level
+    out["human_only"], out["human_only_low"], out["human_only_high"] = human
+    out["method"] = METHOD
+    out["note"] = _notes(out)
+    return out
+
+
+def ppi_compare(
+    data: Run | str | os.PathLike[str] | pd.DataFrame,
+    a: str | None = None,
+    b: str | None = None,
+    *,
+    check: str = "judge",
+    annotator: str | Sequence[str] | None = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Is variant ``b`` better than ``a`` by the human pass rate, estimated with PPI?
+
+    The difference of the two prediction-powered estimates (:func:`ppi_rate`) on the cases
+    both variants ran, with the standard error from the per-case difference of their
+    influences (so the pairing of cases counts, as in :func:`evalnb.compare`), a t
+    interval on ``G - 1`` degrees of freedom and the verdict at ``1 - level``.
+
+    Returns:
+        DataFrame, one row, columns: ``a``, ``b``, ``check``, ``cases``, ``groups``,
+        ``reviewed_a``, ``reviewed_b`` (reviewed samples per side), ``rate_a``,
+        ``rate_b`` (the PPI estimates), ``diff`` (B - A), ``se``, ``df`` (the groups
+        reviewed on both sides, less one, at most), ``low``, ``high``, ``level``,
+        ``p_value``, ``verdict``, ``method``, ``note``.
+
+    >>> evalnb.ppi_compare(run, a="baseline", b="revised")  # doctest: +SKIP
+    """
+    level = _args.level(level)
+    rows = _samples(data, check, ["variant"], annotator)
+    values = [str(v) for v in pd.unique(rows["variant"].astype(object))]
+    a, b = _args.pair(a, b, values)
+    per_case = _per_case(rows, ["variant"])
+    side = per_case["variant"].astype(object)
+    both = set(per_case.loc[side == a, "case_id"]) & set(per_case.loc[side == b, "case_id"])
+    per_case = per_case[per_case["case_id"].isin(both) & side.isin([a, b])]
+    per_case = per_case.sort_values(["variant", "case_id"]).reset_index(drop=True)
+    ids = (per_case["variant"].astype(object) == b).to_numpy().astype(np.int64)
+    parts = _influence(per_case, ids, 2)
+    influence = parts["influence"] * np.where(ids == 1, 1.0, -1.0)
+    case_codes = pd.factorize(per_case["case_id"])[0]
+    per_pair = np.bincount(case_codes, weights=influence)
+    units = per_case.groupby("case_id", sort=False)["unit"].first()
+    unit_of = units.reindex(pd.unique(per_case["case_id"])).to_numpy()
+    se, df = _clustered_se(per_pair, np.zeros(len(per_pair), np.int64), unit_of, 1)
+    reviewed_both = (
+        per_case.groupby("case_id", sort=False)["reviewed"]
+        .min()
+        .reindex(pd.unique(per_case["case_id"]))
+    )
+    seen = unit_of[reviewed_both.to_numpy() > 0]
+    df = np.minimum(df, len(pd.unique(pd.Series(seen, dtype=object))) - 1)
+    diff = float(parts["estimate"][1] - parts["estimate"][0])
+    alpha = 1 - level
+    se_value, df_value = float(se[0]), float(df[0])
+    usable = np.isfinite(se_value) and se_value > _ZERO and df_value >= 1
+    critical = float(stats.t.ppf(1 - alpha / 2, max(df_value, 1)))
+    p_value = 2 * float(stats.t.sf(abs(diff / se_value), max(df_value, 1))) if usable else np.nan
+    significant = usable and p_value < alpha
+    verdict = (B_BETTER if diff > 0 else A_BETTER) if significant else CANT_TELL
+    reviewed = per_case.groupby(ids)["reviewed"].sum()
+    note = "" if usable else "no standard error (too few cases or reviews): no verdict"
+    return pd.DataFrame(
+        [
+            {
+                "a": a,
+                "b": b,
+                "check": check,
+                "cases": len(per_pair),
+                "groups": len(pd.unique(pd.Series(unit_of, dtype=object))),
+                "reviewed_a": int(reviewed.get(0, 0)),
+                "reviewed_b": int(reviewed.get(1, 0)),
+                "rate_a": parts["estimate"][0],
+                "rate_b": parts["estimate"][1],
+                "diff": diff,
+                "se": se_value,
+                "df": df_value,
+                "low": max(-1.0, diff - critical * se_value) if usable else np.nan,
+                "high": min(1.0, diff + critical * se_value) if usable else np.nan,
+                "level": level,
+                "p_value": p_value,
+                "verdict": verdict,
+                "method": "difference of " + METHOD.replace("(PPI)", "(PPI) estimates"),
+                "note": note,
+            }
+        ]
+    )
+
+
+# -- the estimator ------------------------------------------------------------------------
+
+
+def _influence(per_case: pd.DataFrame, ids: np.ndarray, size: int) -> dict[str, np.ndarray]:
+    """Estimate per id, and each case's influence on it (the linearised estimator).
+
+    Per case ``c``: ``a_c`` the check's rate over its samples, ``m_c`` the share of them
+    reviewed, ``d_c`` the sum of (check - human) over the reviewed ones divided by its
+    samples. The estimate is ``mean(a) - sum(d) / sum(m)``; case ``c``'s influence is
+    ``(a_c - mean(a)) - (d_c - R m_c) / mean(m)`` with ``R = sum(d) / sum(m)``.
+    """
+    samples = per_case["samples"].to_numpy(float)
+    a = per_case["judge"].to_numpy(float) / samples
+    m = per_case["reviewed"].to_numpy(float) / samples
+    d = per_case["gap"].to_numpy(float) / samples
+    cases = np.bincount(ids, minlength=size).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_a = np.bincount(ids, weights=a, minlength=size) / cases
+        total_m = np.bincount(ids, weights=m, minlength=size)
+        ratio = np.bincount(ids, weights=d, minlength=size) / total_m
+        mean_m = total_m / cases
+        influence = (a - mean_a[ids]) - (d - ratio[ids] * m) / mean_m[ids]
+    return {
+        "judge": mean_a,
+        "correction": -ratio,
+        "estimate": mean_a - ratio,
+        "influence": influence,
+    }
+
+
+def _clustered_se(
+    influence: np.ndarray, ids: np.ndarray, units: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """CR1 standard error of a mean of influences, clustered by unit: (se, df = G - 1)."""
+    cases = np.bincount(ids, minlength=size).astype(float)
+    unit_codes = pd.factorize(pd.Series(units, dtype=object))[0].astype(np.int64)
+    pair = ids * (unit_codes.max(initial=0) + 1) + unit_codes
+    pairs, index = np.unique(pair, return_inverse=True)
+    owner = pairs // (unit_codes.max(initial=0) + 1)
+    sums = np.bincount(index, weights=np.nan_to_num(influence), minlength=len(pairs))
+    groups = np.bincount(owner, minlength=size).astype(float)
+    squares = np.bincount(owner, weights=sums**2, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = np.where(groups > 1, groups / (groups - 1) * squares / cases**2, np.nan)
+    return np.sqrt(variance), groups - 1
+
+
+def _units(per_case: pd.DataFrame, ids: np.ndarray, size: int) -> np.ndarray:
+    """Distinct case groups per id."""
+    pairs = pd.DataFrame({"id": ids, "unit": per_case["unit"].astype(object).to_numpy()})
+    return (
+        pairs.drop_duplicates().groupby("id").size().reindex(range(size), fill_value=0).to_numpy()
+    )
+
+
+def _reviewed_units(per_case: pd.DataFrame, ids: np.ndarray, size: int) -> np.ndarray:
+    """Distinct case groups with a reviewed sample, per id."""
+    seen = per_case["reviewed"].to_numpy() > 0
+    return _units(per_case[seen], ids[seen], size)
+
+
+def _human_only(
+    per_case: pd.DataFrame, ids: np.ndarray, size: int, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean per-case human rate over reviewed cases, with a t interval across them."""
+    reviewed = per_case["reviewed"].to_numpy(float)
+    keep = reviewed > 0
+    rate = per_case["human"].to_numpy(float)[keep] / reviewed[keep]
+    kept = ids[keep]
+    count = np.bincount(kept, minlength=size).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(kept, weights=rate, minlength=size) / count
+        influence = rate - mean[kept]
+    se, df = _clustered_se(influence, kept, per_case["unit"].to_numpy()[keep], size)
+    critical = stats.t.ppf(0.5 + level / 2, np.maximum(df, 1))
+    usable = np.isfinite(se)
+    low = np.where(usable, np.clip(mean - critical * se, 0, 1), np.nan)
+    high = np.where(usable, np.clip(mean + critical * se, 0, 1), np.nan)
+    return mean, low, high
+
+
+def _notes(out: pd.DataFrame) -> list[str]:
+    notes = []
+    for row in out.itertuples():
+        if row.reviewed == 0:
+            notes.append("no human verdicts: nothing to correct the judge with")
+        elif row.groups < 2:
+            notes.append("one case (group): no interval across cases")
+        elif row.df < 1:
+            notes.append("fewer than 2 cases reviewed: no interval for the correction")
+        elif not np.isfinite(row.low):
+            notes.append("no spread across cases: no interval")
+        elif row.reviewed_cases < 5:
+            notes.append(f"only {row.reviewed_cases} cases reviewed: the correction is rough")
+        else:
+            notes.append("")
+    return notes
+
+
+# -- reading samples -----------------------------------------------------------------------
+
+
+def _per_case(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per (by, case): samples, the check's passes, reviewed samples, human passes among
+    them, the summed gap (check - human) on them, and the case's cluster unit."""
+    rows = rows.assign(
+        reviewed=rows["human"].notna().astype(float),
+        gap=(rows["judge"] - rows["human"]).fillna(0.0),
+        human=rows["human"].fillna(0.0),
+    )
+    grouped = rows.groupby([*by, "case_id"], observed=True, sort=True, dropna=False)
+    out = grouped.agg(
+        samples=("judge", "size"),
+        judge=("judge", "sum"),
+        reviewed=("reviewed", "sum"),
+        human=("human", "sum"),
+        gap=("gap", "sum"),
+        unit=("unit", "first"),
+    ).reset_index()
+    return out
+
+
+def _samples(data: Any, check: str, by: list[str], annotator: Any) -> pd.DataFrame:
+    """One row per scored sample: the ``by`` keys, ``case_id``, ``unit`` (its group),
+    ``judge`` (0/1) and ``human`` (share of verdicts that pass; NaN unreviewed)."""
+    if not isinstance(check, str) or not check:
+        raise TypeError(f"'check' must be a check name or type (a string); got {check!r}")
+    wanted = None if annotator is None else _args.names("annotator", annotator)
+    if isinstance(data, pd.DataFrame):
+        return _frame_samples(data, by, wanted)
+    run = data if isinstance(data, Run) else load(data)
+    codes, _ = check_outcomes(run, check)
+    samples = run.table("samples", list(dict.fromkeys(["status", *by])))
+    verdicts = latest_verdicts(run.table("verdicts"))
+    verdicts = _pick(verdicts, wanted)
+    position = sample_positions(samples, verdicts) if len(verdicts) else np.zeros(0, np.int64)
+    human = _human_per_sample(verdicts["verdict"], position, len(samples))
+    scored = codes <= 1
+    frame = samples.loc[scored, [c for c in dict.fromkeys(["run_id", "case_id", *by])]]
+    frame = frame.assign(judge=(codes[scored] == 1).astype(float), human=human[scored])
+    frame["unit"] = case_field(run, frame, "group") if len(frame) else []
+    for column in [*by, "case_id"]:
+        frame[column] = frame[column].astype(object)
+    return frame.reset_index(drop=True)
+
+
+def _frame_samples(frame: pd.DataFrame, by: list[str], wanted: Any) -> pd.DataFrame:
+    missing = [c for c in ("outcome", "verdict", *by) if c not in frame.columns]
+    if missing:
+        raise ArgumentError(
+            f"'data' must have columns 'outcome' (the check), 'verdict' (the person, None "
+            f"where unreviewed) and the 'by' keys; missing {missing!r}"
+        )
+    require_cases(frame, "the rate is taken across cases")
+    bad = sorted(set(frame["verdict"].dropna().astype(object)) - set(VERDICTS))
+    if bad:
+        raise ArgumentError(
+            f"'verdict' values must be one of {', '.join(map(repr, VERDICTS))}; got {bad!r}"
+        )
+    rows = frame
+    if "annotator" in frame.columns:
+        rows = _pick(frame, wanted)
+        key = [c for c in KEY if c in frame.columns]
+        if not {"case_id", "repeat"} <= set(key):
+            raise ArgumentError(
+                "a frame with an 'annotator' column needs the sample key columns "
+                f"({', '.join(KEY)}) to put each sample's verdicts together"
+            )
+        rows = rows.assign(_pass=_pass_share(rows["verdict"]))
+        grouped = rows.groupby(key, observed=True, sort=False, dropna=False)
+        human = grouped["_pass"].mean()
+        first = grouped.first().drop(columns=["_pass", "verdict", "annotator"])
+        rows = first.assign(_human=human).reset_index()
+    else:
+        rows = rows.assign(_human=_pass_share(rows["verdict"]))
+    outcome = rows["outcome"].astype("boolean")
+    rows = rows[outcome.notna().to_numpy()]
+    unit = "group" if "group" in rows.columns else "case_id"
+    out = pd.DataFrame({c: rows[c].astype(object).to_numpy() for c in dict.fromkeys(by)})
+    out["case_id"] = rows["case_id"].astype(object).to_numpy()
+    out["judge"] = rows["outcome"].astype(bool).to_numpy(dtype=float)
+    out["human"] = rows["_human"].to_numpy(dtype=float)
+    out["unit"] = rows[unit].astype(object).to_numpy()
+    return out
+
+
+def _pick(verdicts: pd.DataFrame, wanted: list[str] | None) -> pd.DataFrame:
+    if wanted is None:
+        return verdicts
+    present = set(verdicts["annotator"].dropna().astype(object))
+    unknown = [a for a in wanted if a not in present]
+    if unknown:
+        have = ", ".join(repr(a) for a in sorted(present)) or "none (no verdicts)"
+        raise ArgumentError(
+            f"'annotator' must be among those with verdicts ({have}); got {unknown!r}"
+        )
+    return verdicts[verdicts["annotator"].astype(object).isin(wanted)]
+
+
+def _pass_share(verdict: pd.Series) -> np.ndarray:
+    """1 for pass, 0 for fail, NaN for needs_review or no verdict."""
+    value = verdict.astype(object)
+    return np.where(value == "pass", 1.0, np.where(value == "fail", 0.0, np.nan))
+
+
+def _human_per_sample(verdict: pd.Series, position: np.ndarray, size: int) -> np.ndarray:
+    """Per sample, the share of its (pass/fail) verdicts that pass; NaN with none."""
+    share = _pass_share(verdict)
+    keep = (position >= 0) & np.isfinite(share)
+    passes = np.bincount(position[keep], weights=share[keep], minlength=size)
+    count = np.bincount(position[keep], minlength=size).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, passes / count, np.nan)

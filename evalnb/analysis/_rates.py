@@ -1,0 +1,94 @@
+"""Pass rates that say what their denominator is, with a binomial interval per row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.proportion import proportion_confint
+
+from evalnb.analysis import _args
+from evalnb.analysis import _display as display
+from evalnb.analysis._frames import Run
+from evalnb.analysis._tally import tallies
+
+__all__ = ["proportion_interval", "rates"]
+
+
+def rates(
+    data: Run | pd.DataFrame,
+    by: str | Sequence[str] | None = ("variant", "case_id"),
+    *,
+    check: str | Sequence[str] | None = None,
+    source: str = "checks",
+    level: float = 0.95,
+    method: str = "wilson",
+) -> pd.DataFrame:
+    """Pass rate and interval per ``by`` group and check.
+
+    ``data`` is a Run or a frame (long check outcomes, verdicts, or counts). ``by``
+    takes sample fields (``variant``, ``case_id``, ``run_id``, ``status``, ``model``...)
+    and case fields (``split``, ``group``, ``tags`` (a case counts once under each tag),
+    ``metadata.<key>``). ``check`` picks check names; ``"all"`` is the derived "every
+    scored check passed". ``source="verdicts"`` rates human verdicts instead: the latest
+    verdict per (sample, annotator) counts, and ``annotator`` may be used in ``by``.
+    ``method`` is passed to statsmodels ``proportion_confint``: ``"wilson"``,
+    ``"agresti_coull"``, ``"beta"`` (Clopper-Pearson) or ``"jeffreys"``.
+
+    Returns:
+        DataFrame, one row per group and check, columns:
+
+        - the ``by`` keys, then ``check``;
+        - ``cases``: distinct cases in the row;
+        - ``k``: passed; ``n``: scored, the denominator;
+        - ``unscored`` (checks): outcomes that were null, left out of ``n``;
+        - ``needs_review`` and ``unreviewed`` (verdicts): left out of ``n``;
+        - ``incomplete``: rows in ``n`` whose sample did not complete (they fail);
+        - ``estimate`` (``k / n``), ``low``, ``high``: the interval at ``level``;
+        - ``level``, ``method``;
+        - ``pooled``: True when the row pools several cases, so its interval treats
+          every sample as an independent trial; use :func:`evalnb.suite_rate` for an
+          interval across cases.
+
+    >>> evalnb.rates(run, by="variant", check="all")    # doctest: +SKIP
+    """
+    level = _args.level(level)
+    _args.choice("method", method, _args.INTERVAL_METHODS)
+    out = tallies(data, by, check=check, source=source)
+    estimate, low, high = proportion_interval(out["k"], out["n"], level=level, method=method)
+    out["estimate"] = estimate
+    out["low"] = low
+    out["high"] = high
+    out["level"] = level
+    out["method"] = method
+    out["pooled"] = (out["cases"].fillna(2) > 1).astype(bool)
+    return display.shown(out)
+
+
+def proportion_interval(
+    k: Any, n: Any, *, level: float = 0.95, method: str = "wilson"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(estimate, low, high)`` arrays for counts ``k`` of ``n``; NaN where ``n`` is 0.
+
+    Counts may be fractional (an effective sample size); the interval comes from
+    statsmodels ``proportion_confint``, with the lower bound exactly 0 when ``k`` is 0
+    and the upper bound exactly 1 when ``k`` is ``n`` (the Jeffreys convention too).
+    """
+    level = _args.level(level)
+    _args.choice("method", method, _args.INTERVAL_METHODS)
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    estimate = np.full(n.shape, np.nan)
+    low = np.full(n.shape, np.nan)
+    high = np.full(n.shape, np.nan)
+    ok = n > 0
+    if ok.any():
+        estimate[ok] = k[ok] / n[ok]
+        low[ok], high[ok] = proportion_confint(k[ok], n[ok], alpha=1 - level, method=method)
+        # No passes: the lower bound is 0, not rounding noise (Wilson gives 2.8e-17 for 0/7,
+        # statsmodels' Jeffreys 1e-4); all passed: the upper bound is 1.
+        low[ok] = np.where(k[ok] <= 0, 0.0, low[ok])
+        high[ok] = np.where(k[ok] >= n[ok], 1.0, high[ok])
+    return estimate, low, high

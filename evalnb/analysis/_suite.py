@@ -1,0 +1,294 @@
+"""The suite pass rate with repeats: the mean of per-case rates, with an interval across cases."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+from evalnb._exceptions import ArgumentError
+from evalnb._numbers import is_whole
+from evalnb.analysis import _args
+from evalnb.analysis import _display as display
+from evalnb.analysis._betabinomial import beta_binomial_interval
+from evalnb.analysis._cluster import clustered_mean, group_ids
+from evalnb.analysis._frames import Run
+from evalnb.analysis._rates import proportion_interval
+from evalnb.analysis._tally import has_column, require_cases, tallies
+
+__all__ = ["suite_rate"]
+
+#: Below this many cases (or groups) the effective n is shrunk by (z / t)^2.
+SMALL_SAMPLE = 30
+#: Below this many cases a warning says the interval is necessarily wide.
+FEW_CASES = 10
+#: Below this many cases (or groups) the beta-binomial interval is chosen by default.
+BETA_BINOMIAL_BELOW = 15
+#: The ``method`` value of the hierarchical interval, as rows report it.
+BETA_BINOMIAL = "beta-binomial"
+#: Standard errors below this are treated as zero (all per-case rates equal).
+_ZERO = 1e-12
+
+
+def suite_rate(
+    data: Run | pd.DataFrame,
+    by: str | Sequence[str] | None = "variant",
+    *,
+    check: str | Sequence[str] | None = "all",
+    source: str = "checks",
+    level: float = 0.95,
+    method: str = "wilson",
+    few_cases: int = BETA_BINOMIAL_BELOW,
+) -> pd.DataFrame:
+    """The suite rate per ``by`` group: the mean of per-case pass rates.
+
+    The case is the unit: repeats are draws inside a case. The standard error is taken
+    across cases, clustered by the case ``group`` when cases share one. With enough
+    cases the interval is ``method`` (statsmodels ``proportion_confint``) on the
+    effective sample size ``n_eff = p(1-p) / se^2``, capped at the number of samples
+    and, with fewer than 30 groups, shrunk by ``(z / t_{G-1})^2``, so it stays inside
+    [0, 1].
+
+    With fewer than ``few_cases`` groups (15 by default), or when that interval
+    degenerates (every case has the same rate, so ``se`` is 0, or there is one group),
+    the interval is the hierarchical **beta-binomial** one instead, and ``method`` and
+    ``note`` say so: each case (or group) has its own rate drawn from a Beta with mean
+    ``mu`` and intra-case correlation ``rho``, its repeats are binomial draws of that
+    rate, and the interval is the equal-tailed posterior interval of ``mu`` under
+    uniform priors on ``mu`` and ``rho``, computed on a grid (Bowyer, Aitchison & Ivanova
+    2025). With one draw per case that model is binomial over the cases and the interval
+    is Clopper-Pearson on them. ``method="beta-binomial"`` asks for it whatever the
+    number of cases; ``few_cases=0`` never switches (a zero ``se`` then uses ``n_eff`` =
+    the number of groups, shrunk as above). Cases whose outcomes were all unscored are
+    left out. Warns with fewer than 10 cases (the interval is necessarily wide) and when
+    groups of ``by`` hold different cases (their rates are over different cases).
+
+    Returns:
+        DataFrame, one row per group and check, columns:
+
+        - the ``by`` keys, then ``check``;
+        - ``cases``: cases with a scored sample; ``groups``: distinct case groups;
+        - ``repeats``: mean scored samples per case; ``samples``: scored samples in all;
+        - ``k``: passed samples; ``incomplete``: scored samples that did not complete;
+        - ``estimate``: the mean of per-case rates; ``se``: its standard error;
+        - ``n_eff``: the effective sample size the interval uses (NaN for beta-binomial);
+        - ``design_effect``: ``se^2`` over the variance if every sample were independent;
+        - ``low``, ``high``, ``level``;
+        - ``method``: ``method`` as given, or ``"beta-binomial"``;
+        - ``basis``: ``"across cases"`` (every interval treats the case as the unit);
+        - ``note``: why the beta-binomial interval was chosen, or how a zero ``se`` was
+          handled; empty otherwise;
+        - ``cases_missing``: cases other groups of the same check (differing only in
+          ``variant`` or ``run_id``) have and this one lacks.
+
+    >>> evalnb.suite_rate(run, by=["variant", "split"])    # doctest: +SKIP
+    """
+    by = _args.names("by", by)
+    level = _args.level(level)
+    _args.choice("method", method, (*_args.INTERVAL_METHODS, BETA_BINOMIAL))
+    if not is_whole(few_cases, 0):
+        raise ArgumentError(
+            f"'few_cases' must be a whole number >= 0 (0: never switch to the beta-binomial "
+            f"interval); got {few_cases!r}"
+        )
+    for reserved in ("case_id", "group"):
+        if reserved in by:
+            raise ArgumentError(
+                f"'by' must not include {reserved!r}: the suite rate is taken across cases "
+                f"(use evalnb.rates for per-case rates); got {by!r}"
+            )
+    require_cases(data, "the suite rate is taken across cases")
+    cluster = "group" if has_column(data, "group") else "case_id"
+    per_case = tallies(
+        data,
+        [*by, "case_id", *([cluster] if cluster != "case_id" else [])],
+        check=check,
+        source=source,
+    )
+    per_case = per_case[per_case["n"] > 0].reset_index(drop=True)
+    keys = [*by, "check"]
+    ids, out = group_ids(per_case, keys)
+    size = len(out)
+    n = per_case["n"].to_numpy(dtype=float)
+    k = per_case["k"].to_numpy(dtype=float)
+    rate = k / n
+    clusters = per_case[cluster].astype(object).to_numpy()
+    spread = clustered_mean(rate, ids, clusters, size)
+    samples = np.bincount(ids, weights=n, minlength=size)
+    passed = np.bincount(ids, weights=k, minlength=size)
+    incomplete = np.bincount(
+        ids, weights=per_case["incomplete"].to_numpy(dtype=float), minlength=size
+    )
+    mean, se, groups = spread["mean"], spread["se"], spread["groups"]
+
+    binomial = mean * (1 - mean)
+    flat = ~(se > _ZERO)
+    degenerate = flat | (groups < 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = stats.norm.ppf(0.5 + level / 2)
+        t = stats.t.ppf(0.5 + level / 2, np.maximum(groups - 1, 1))
+        shrink = np.where(groups < SMALL_SAMPLE, (z / t) ** 2, 1.0)
+        n_eff = np.minimum(binomial / se**2, samples) * shrink
+        design_effect = np.where(binomial > 0, se**2 / (binomial / samples), np.nan)
+    # No spread across cases is not certainty: at most one independent draw per group.
+    n_eff = np.where(degenerate, groups * shrink, n_eff)
+    chosen = (
+        np.ones(size, dtype=bool)
+        if method == BETA_BINOMIAL
+        else ((groups < few_cases) | degenerate) & (few_cases > 0)
+    )
+    interval = "wilson" if method == BETA_BINOMIAL else method
+    _, low, high = proportion_interval(mean * n_eff, n_eff, level=level, method=interval)
+    notes = np.where(
+        degenerate & ~chosen,
+        np.where(
+            groups < 2,
+            "one group: n_eff is 1, shrunk",
+            "every case has the same rate: n_eff is the number of groups",
+        ),
+        "",
+    ).astype(object)
+    methods = np.full(size, method, dtype=object)
+    if chosen.any():
+        b_low, b_high, b_notes = _beta_binomial(
+            per_case, ids, clusters, size, chosen, level, spread, flat, few_cases, method
+        )
+        low = np.where(chosen, b_low, low)
+        high = np.where(chosen, b_high, high)
+        n_eff = np.where(chosen, np.nan, n_eff)
+        methods[chosen] = BETA_BINOMIAL
+        notes[chosen] = b_notes[chosen]
+
+    out["cases"] = spread["cases"]
+    out["groups"] = groups
+    out["repeats"] = samples / spread["cases"]
+    out["samples"] = samples.astype(np.int64)
+    out["k"] = passed.astype(np.int64)
+    out["incomplete"] = incomplete.astype(np.int64)
+    out["estimate"] = mean
+    out["se"] = np.where(flat & (groups >= 2), 0.0, se)
+    out["n_eff"] = n_eff
+    out["design_effect"] = design_effect
+    out["low"] = low
+    out["high"] = high
+    out["level"] = level
+    out["method"] = methods
+    out["basis"] = "across cases"
+    out["note"] = notes
+    out["cases_missing"] = _cases_missing(per_case, ids, out, by)
+    _warn_few_cases(out, by)
+    _warn_missing(out, by)
+    return display.result(out, display.suite_summary)
+
+
+def _beta_binomial(
+    per_case: pd.DataFrame,
+    ids: np.ndarray,
+    clusters: np.ndarray,
+    size: int,
+    chosen: np.ndarray,
+    level: float,
+    spread: dict[str, np.ndarray],
+    flat: np.ndarray,
+    few_cases: int,
+    method: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The beta-binomial interval per chosen id, over its groups, and why it was chosen."""
+    frame = pd.DataFrame(
+        {
+            "id": ids,
+            "cluster": pd.factorize(pd.Series(clusters, dtype=object))[0],
+            "k": per_case["k"].to_numpy(dtype=np.int64),
+            "n": per_case["n"].to_numpy(dtype=np.int64),
+        }
+    )
+    frame = frame[chosen[frame["id"].to_numpy()]]
+    per_cluster = frame.groupby(["id", "cluster"], sort=True)[["k", "n"]].sum().reset_index()
+    cid = per_cluster["id"].to_numpy()
+    k, n = per_cluster["k"].to_numpy(), per_cluster["n"].to_numpy()
+    single = np.bincount(cid, weights=(n > 1).astype(float), minlength=size) == 0
+    low, high = beta_binomial_interval(k, n, cid, size, level)
+    if (single & chosen).any():
+        # One draw per group: the model is binomial over groups, Clopper-Pearson is exact.
+        passes = np.bincount(cid, weights=k, minlength=size)
+        count = np.bincount(cid, minlength=size)
+        rows = np.flatnonzero(single & chosen & (count > 0))
+        cp_low, cp_high = proportion_confint(
+            passes[rows], count[rows], alpha=1 - level, method="beta"
+        )
+        low[rows] = np.where(passes[rows] == 0, 0.0, cp_low)
+        high[rows] = np.where(passes[rows] == count[rows], 1.0, cp_high)
+    model = (
+        "hierarchical beta-binomial over {unit}: equal-tailed posterior interval of the mean "
+        "rate, uniform priors on the mean and the intra-case correlation (grid)"
+    )
+    groups, cases = spread["groups"], spread["cases"]
+    notes = np.empty(size, dtype=object)
+    for g in range(size):
+        unit, one = ("cases", "case") if groups[g] == cases[g] else ("groups", "group")
+        text = model.format(unit=unit)
+        if single[g]:
+            text = f"one draw per {one}: binomial over {unit}, Clopper-Pearson"
+        if method == BETA_BINOMIAL:
+            why = "asked for"
+        elif groups[g] < 2:
+            why = "chosen: one group"
+        elif flat[g]:
+            why = "chosen: every case has the same rate (no spread for a t interval)"
+        else:
+            why = f"chosen: {int(groups[g])} {unit} (< {few_cases})"
+        notes[g] = f"{text}; {why}"
+    return low, high, notes
+
+
+def _cases_missing(
+    per_case: pd.DataFrame, ids: np.ndarray, out: pd.DataFrame, by: list[str]
+) -> np.ndarray:
+    """Per row, cases its siblings (same keys but ``variant`` / ``run_id``) have and it lacks."""
+    sides = [k for k in by if k in ("variant", "run_id")]
+    if not sides or out.empty:
+        return np.zeros(len(out), dtype=np.int64)
+    rest = [k for k in [*by, "check"] if k not in sides]
+    family = (
+        out.groupby(rest, observed=True, dropna=False, sort=False).ngroup().to_numpy()
+        if rest
+        else np.zeros(len(out), dtype=np.int64)
+    )
+    case_codes = pd.factorize(per_case["case_id"].astype(object))[0]
+    union = pd.DataFrame({"family": family[ids], "case": case_codes}).drop_duplicates()
+    in_family = union.groupby("family").size()
+    return (in_family.reindex(family).to_numpy() - out["cases"].to_numpy()).astype(np.int64)
+
+
+def _where(out: pd.DataFrame, rows: pd.DataFrame, by: list[str], column: str, what: str) -> str:
+    return ", ".join(
+        " ".join(f"{k}={row[k]}" for k in by) + f" ({row[column]} {what})"
+        if by
+        else f"{row[column]} {what}"
+        for _, row in rows.drop_duplicates(by or ["check"]).head(5).iterrows()
+    )
+
+
+def _warn_few_cases(out: pd.DataFrame, by: list[str]) -> None:
+    few = out[out["cases"] < FEW_CASES]
+    if few.empty:
+        return
+    display.caution(
+        f"suite_rate: fewer than {FEW_CASES} cases in {_where(out, few, by, 'cases', 'cases')}; "
+        "an interval across so few cases is necessarily wide",
+        stacklevel=3,
+    )
+
+
+def _warn_missing(out: pd.DataFrame, by: list[str]) -> None:
+    short = out[out["cases_missing"] > 0]
+    if short.empty:
+        return
+    display.caution(
+        f"suite_rate: {_where(out, short, by, 'cases_missing', 'cases missing')} that other "
+        "groups have: these rates are over different cases (evalnb.compare pairs cases)",
+        stacklevel=3,
+    )

@@ -1,0 +1,27 @@
+"""The cases stage: cases files (JSONL, JSON, YAML, CSV), experiment files, and the suites
+shipped inside the package (:mod:`evalnb.cases.suites`)."""
+
+from evalnb.cases._experiment import Experiment, load_experiment, parse_value, parse_variant
+from evalnb.cases._files import (
+    CASE_FIELDS,
+    CSV_COLUMNS,
+    DEFAULT_FIELDS,
+    SUFFIXES,
+    file_sha256,
+    load_cases,
+    validate_defaults,
+)
+
+__all__ = [
+    "CASE_FIELDS",
+    "CSV_COLUMNS",
+    "DEFAULT_FIELDS",
+    "SUFFIXES",
+    "Experiment",
+    "file_sha256",
+    "load_cases",
+    "load_experiment",
+    "parse_value",
+    "parse_variant",
+    "validate_defaults",
+]

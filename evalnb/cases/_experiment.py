@@ -1,0 +1,268 @@
+"""Experiment files and variant specs: what to run, written down once.
+
+An experiment file is TOML; paths in it are relative to the file::
+
+    cases = "../cases/shop.jsonl"
+    repeats = 25
+
+    [target]
+    standin = true            # or base_url = "http://127.0.0.1:8080/v1", or command = [...]
+    model = "shop-v1"
+
+    [[variants]]
+    name = "v2"
+    params = { model = "shop-v2" }
+    prefix_file = "../variants/revised.txt"   # or prefix = "...", system / system_file,
+                                              # template / template_file, shuffle_choices
+
+    [judge]                   # for 'judge' checks; base_url defaults to the target's server
+    model = "judge"
+
+    [defaults]                # applied to every case, as a cases file's own defaults
+    checks = [{ type = "word_count", max = 80 }]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalnb._exceptions import ArgumentError, CasesError
+from evalnb._types import Variant
+from evalnb.cases._files import validate_defaults
+from evalnb.cases.suites import PREFIX, resolve
+
+__all__ = ["Experiment", "load_experiment", "parse_value", "parse_variant"]
+
+_TOP = (
+    "cases",
+    "repeats",
+    "concurrency",
+    "order",
+    "seed",
+    "timeout",
+    "target",
+    "variants",
+    "judge",
+    "defaults",
+)
+_TARGET = (
+    "containment",
+    "pass_env",
+    "require_trace",
+    "standin",
+    "base_url",
+    "command",
+    "model",
+    "api_key_env",
+    "params",
+    "timeout",
+    "max_retries",
+)
+_VARIANT = (
+    "name",
+    "prefix",
+    "prefix_file",
+    "system",
+    "system_file",
+    "template",
+    "template_file",
+    "shuffle_choices",
+    "shuffle_seed",
+    "params",
+)
+_JUDGE = ("model", "base_url", "api_key_env")
+
+
+@dataclass
+class Experiment:
+    """The settings of an experiment file, paths resolved.
+
+    ``judge`` is the ``[judge]`` table (``model``, ``base_url``, ``api_key_env``) and
+    ``defaults`` the ``[defaults]`` table, validated, applied to every case.
+    """
+
+    path: Path
+    cases: Path | None = None
+    target: dict[str, Any] = field(default_factory=dict)
+    variants: list[Variant] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    judge: dict[str, Any] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_text(path: Path, where: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CasesError(f"{where}: cannot read {path} ({exc.strerror})") from None
+
+
+def _variant(raw: Any, where: str, base: Path) -> Variant:
+    if not isinstance(raw, dict):
+        raise CasesError(f"{where}: must be a table; got {raw!r}")
+    for key in raw:
+        if key not in _VARIANT:
+            raise CasesError(f"{where}.{key}: not a variant field (fields: {', '.join(_VARIANT)})")
+    text: dict[str, str | None] = {}
+    for part in ("prefix", "system", "template"):
+        if part in raw and f"{part}_file" in raw:
+            raise CasesError(f"{where}: give '{part}' or '{part}_file', not both")
+        if f"{part}_file" in raw:
+            text[part] = _read_text(base / raw[f"{part}_file"], f"{where}.{part}_file")
+        else:
+            text[part] = raw.get(part)
+    params = raw.get("params", {})
+    if not isinstance(params, dict):
+        raise CasesError(f"{where}.params: must be a table; got {params!r}")
+    # Left unchecked here: Variant says what a name must be, a missing one included.
+    name: Any = raw.get("name")
+    try:
+        return Variant(
+            name,
+            prefix=text["prefix"],
+            system=text["system"],
+            params=params,
+            template=text["template"],
+            shuffle_choices=raw.get("shuffle_choices", False),
+            shuffle_seed=raw.get("shuffle_seed", 0),
+        )
+    except ValueError as exc:
+        raise CasesError(f"{where}: {exc}") from None
+
+
+def _judge(raw: Any, path: Path) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise CasesError(f"{path}: 'judge' must be a table; got {raw!r}")
+    for key, value in raw.items():
+        if key not in _JUDGE:
+            raise CasesError(
+                f"{path}: 'judge.{key}' is not a judge field (fields: {', '.join(_JUDGE)})"
+            )
+        if not isinstance(value, str) or not value:
+            raise CasesError(f"{path}: 'judge.{key}' must be a non-empty string; got {value!r}")
+    if "model" not in raw:
+        raise CasesError(f"{path}: 'judge.model' is required (the judge model's name)")
+    return dict(raw)
+
+
+def _defaults(raw: Any, path: Path) -> dict[str, Any]:
+    """The experiment's defaults, validated; a ``python`` check's module is looked for
+    beside the experiment file."""
+    if isinstance(raw, dict) and isinstance(raw.get("checks"), list):
+        raw = {
+            **raw,
+            "checks": [
+                {**spec, "base": str(path.parent.resolve())}
+                if isinstance(spec, dict) and spec.get("type") == "python" and "base" not in spec
+                else spec
+                for spec in raw["checks"]
+            ],
+        }
+    try:
+        return validate_defaults(raw, base=path.parent)
+    except ValueError as exc:
+        raise CasesError(f"{path}: {exc}") from None
+
+
+def _cases_path(value: Any, base: Path) -> Path:
+    # A packaged suite stays packaged; any other path is relative to the experiment file.
+    if isinstance(value, str) and value.startswith(PREFIX):
+        return resolve(value, ".jsonl")
+    return base / value
+
+
+def load_experiment(path: str | os.PathLike[str]) -> Experiment:
+    """Read an experiment TOML file; errors name the file and the key."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(_read_text(path, str(path)))
+    except tomllib.TOMLDecodeError as exc:
+        raise CasesError(f"{path}: not valid TOML ({exc})") from None
+    for key in data:
+        if key not in _TOP:
+            raise CasesError(
+                f"{path}: '{key}' is not an experiment field (fields: {', '.join(_TOP)})"
+            )
+    base = path.parent
+    target = data.get("target", {})
+    if not isinstance(target, dict):
+        raise CasesError(f"{path}: 'target' must be a table; got {target!r}")
+    for key in target:
+        if key not in _TARGET:
+            raise CasesError(
+                f"{path}: 'target.{key}' is not a target field (fields: {', '.join(_TARGET)})"
+            )
+    passed = target.get("pass_env", [])
+    if not isinstance(passed, list) or not all(isinstance(n, str) and n for n in passed):
+        raise CasesError(
+            f"{path}: 'target.pass_env' must be an array of variable names; got {passed!r}"
+        )
+    variants = data.get("variants", [])
+    if not isinstance(variants, list):
+        raise CasesError(f"{path}: 'variants' must be an array of tables; got {variants!r}")
+    return Experiment(
+        path=path,
+        cases=_cases_path(data["cases"], base) if "cases" in data else None,
+        target=dict(target),
+        variants=[_variant(v, f"{path}: 'variants[{i}]'", base) for i, v in enumerate(variants)],
+        settings={
+            k: data[k] for k in ("repeats", "concurrency", "order", "seed", "timeout") if k in data
+        },
+        judge=_judge(data["judge"], path) if "judge" in data else {},
+        defaults=_defaults(data["defaults"], path) if "defaults" in data else {},
+    )
+
+
+def parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _text_or_file(text: str) -> str:
+    if text.startswith("@"):
+        path = Path(text[1:])
+        return _read_text(path, f"--variant @{path}")
+    return text
+
+
+def parse_variant(spec: str) -> Variant:
+    """Parse a ``--variant`` value.
+
+    - ``NAME``: a variant that changes nothing (a baseline under that name);
+    - ``NAME=@FILE`` or ``NAME=TEXT``: prefix the user message with the file's text;
+    - ``NAME:key=value,key=value``: ``prefix``/``system``/``template`` (``@FILE`` allowed)
+      and request params (values parsed as JSON when they are JSON, e.g.
+      ``temperature=0.2``).
+    """
+    head, colon, rest = spec.partition(":")
+    if colon and "=" not in head:
+        name, params = head, {}
+        texts: dict[str, str | None] = {"prefix": None, "system": None, "template": None}
+        for item in filter(None, rest.split(",")):
+            key, eq, value = item.partition("=")
+            if not eq or not key:
+                raise ArgumentError(
+                    f"--variant {spec!r}: expected key=value after ':'; got {item!r}"
+                )
+            if key in texts:
+                texts[key] = _text_or_file(value)
+            else:
+                params[key] = parse_value(value)
+        return Variant(
+            name,
+            prefix=texts["prefix"],
+            system=texts["system"],
+            params=params,
+            template=texts["template"],
+        )
+    name, eq, text = spec.partition("=")
+    if not eq:
+        return Variant(name)
+    return Variant(name, prefix=_text_or_file(text))

@@ -1,0 +1,140 @@
+"""Python checks named by import path, so that they persist: recorded in the manifest and
+run again by ``evalnb score``.
+
+``{"type": "python", "function": "mychecks:polite", "args": {"words": ["please"]}}`` looks
+for ``mychecks.py`` (or the package ``mychecks/``) in the cases file's folder first, then
+imports ``mychecks`` as usual. The function is called like any Python check: ``fn(answer,
+**args)``, or ``fn(answer, sample, **args)`` when it takes a second positional parameter,
+with ``case=`` too when it has a parameter of that name; it returns None/True, False or a
+problem, a score in [0, 1] (it passes at ``threshold``, default 0.5; a spec with a
+``threshold`` is graded: an incomplete sample scores 0), :class:`Unscored` or an
+:class:`Outcome`. The spec records the folder it was found in (``base``), so a rescoring
+finds it from anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from evalnb._exceptions import ArgumentError
+from evalnb._types import Sample
+from evalnb.checks._base import (
+    CHECK_TIMEOUT,
+    SpecCheck,
+    call_signature,
+    register,
+    threshold_value,
+)
+from evalnb.checks._lexical import _seconds, _text
+
+__all__ = ["PythonCheck", "load_function"]
+
+
+def _function_path(value: Any) -> str:
+    text = _text(value)
+    module, colon, attr = text.partition(":")
+    if not colon or not module or not attr or "<" in attr:
+        raise ArgumentError("must be an import path 'module:function' (a module-level function)")
+    return text
+
+
+def _args(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ArgumentError("must be an object of keyword: value")
+    return value
+
+
+def _module_file(base: Path, module: str) -> Path | None:
+    stem = base.joinpath(*module.split("."))
+    for candidate in (stem.with_suffix(".py"), stem / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _load_file(path: Path, module: str) -> ModuleType:
+    # A private name per file: two folders may both hold a mychecks.py.
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    name = f"_evalnb_checks_{digest}_{module.replace('.', '_')}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[name] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return loaded
+
+
+def load_function(path: str, base: Path | None = None) -> tuple[Callable[..., Any], Path | None]:
+    """The function ``module:attr`` names, and the folder its module was found in (None
+    when it was imported from ``sys.path``). Errors are ``ValueError`` saying why."""
+    module_name, _, attr = path.partition(":")
+    found = _module_file(base, module_name) if base is not None else None
+    try:
+        module = _load_file(found, module_name) if found else importlib.import_module(module_name)
+    except Exception as exc:
+        where = f" (not in {base} either)" if base is not None else ""
+        raise ArgumentError(
+            f"cannot be imported: {type(exc).__name__}: {exc}{where}".replace("\n", " ")
+        ) from None
+    function: Any = module
+    for part in attr.split("."):
+        function = getattr(function, part, None)
+        if function is None:
+            raise ArgumentError(f"names nothing: {module_name} has no {attr!r}")
+    if not callable(function):
+        raise ArgumentError(f"names {type(function).__name__}, not a function")
+    return function, (base.resolve() if found is not None and base is not None else None)
+
+
+@register
+class PythonCheck(SpecCheck):
+    """A Python function named by import path: ``{"type": "python", "function":
+    "mychecks:polite", "args": {...}, "threshold": 0.8}``."""
+
+    type = "python"
+    required = {"function": _function_path}
+    optional = {"args": _args, "threshold": threshold_value, "base": _text, "timeout": _seconds}
+    bounded = False
+
+    def validate(self, where: str) -> None:
+        self.timeout = self.values.get("timeout", CHECK_TIMEOUT)
+        given = self.values.get("base")
+        base = Path(given) if given is not None else self.base
+        try:
+            self.function, found = load_function(self.values["function"], base)
+        except ValueError as exc:
+            raise ArgumentError(
+                f"'{where}.function' {exc}; got {self.values['function']!r}"
+            ) from None
+        if found is not None:
+            self.spec["base"] = str(found)
+        self.graded = "threshold" in self.values
+        self.threshold = self.values.get("threshold", self.threshold)
+        self._takes_sample, self.reads_case = call_signature(
+            self.function, self.values.get("args", {})
+        )
+
+    def label(self) -> str:
+        return self.values["function"]
+
+    def __call__(self, sample: Sample) -> Any:
+        kwargs = dict(self.values.get("args", {}))
+        if self.reads_case:
+            kwargs["case"] = self.bound_case()
+        if self._takes_sample:
+            return self.function(sample.answer or "", sample, **kwargs)
+        return self.function(sample.answer or "", **kwargs)

@@ -1,0 +1,145 @@
+"""``evalnb import`` and ``evalnb export``: other tools' suites and logs in, results out."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from evalnb.cli._common import EXIT_OK, UsageError, guarded
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "IMPORT_FORMATS",
+    "add_export_arguments",
+    "add_import_arguments",
+    "export_command",
+    "import_command",
+]
+
+IMPORT_FORMATS = ("promptfoo", "inspect", "openai-evals", "inspect-log", "promptfoo-results")
+EXPORT_FORMATS = ("csv", "jsonl", "eee", "inspect-scores")
+
+
+def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb import`` arguments to ``parser`` (a subcommand parser)."""
+    parser.add_argument(
+        "format", choices=IMPORT_FORMATS, metavar="FORMAT", help=", ".join(IMPORT_FORMATS)
+    )
+    parser.add_argument("source", metavar="SOURCE", help="the other tool's file")
+    parser.add_argument(
+        "--out", required=True, metavar="DEST", help="new folder (a suite) or run directory (a log)"
+    )
+    parser.add_argument(
+        "--field",
+        metavar="MAP",
+        help="inspect: field names, like Inspect's FieldSpec (input=question,target=answer)",
+    )
+    parser.add_argument(
+        "--scorer", metavar="NAME", help="inspect: the check standing for the task's scorer"
+    )
+    parser.add_argument(
+        "--eval-class",
+        default="Match",
+        metavar="CLASS",
+        help="openai-evals: Match, Includes, FuzzyMatch or ModelBasedClassify",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=5, metavar="N", help="suites: repeats to plan"
+    )
+    return parser
+
+
+def _fields(text: str | None) -> dict[str, str] | None:
+    if text is None:
+        return None
+    fields = {}
+    for item in text.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise UsageError(f"--field expects NAME=FIELD pairs separated by commas; got {item!r}")
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+def import_command(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
+    """Run ``evalnb import``: write the suite or run, print what was (not) imported."""
+    return guarded("import", lambda: _import(args, stdout or sys.stdout))
+
+
+def _import(args: argparse.Namespace, stdout: TextIO) -> int:
+    from evalnb import interop as importers
+
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be a whole number >= 1; got {args.repeats}")
+    if args.format != "inspect" and (args.field or args.scorer):
+        raise UsageError("--field and --scorer apply to the inspect format only")
+    if args.format == "promptfoo":
+        result = importers.import_promptfoo(args.source, args.out, repeats=args.repeats)
+    elif args.format == "inspect":
+        result = importers.import_inspect(
+            args.source,
+            args.out,
+            fields=_fields(args.field),
+            scorer=args.scorer,
+            repeats=args.repeats,
+        )
+    elif args.format == "openai-evals":
+        result = importers.import_openai_evals(
+            args.source, args.out, eval_class=args.eval_class, repeats=args.repeats
+        )
+    elif args.format == "inspect-log":
+        result = importers.import_inspect_log(args.source, args.out)
+    else:
+        result = importers.import_promptfoo_results(args.source, args.out)
+    print(result.summary(), end="", file=stdout)
+    return EXIT_OK
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb export`` arguments to ``parser`` (a subcommand parser)."""
+    parser.add_argument("run", metavar="RUN_DIR", help="run directory")
+    parser.add_argument(
+        "--format",
+        required=True,
+        choices=EXPORT_FORMATS,
+        metavar="FORMAT",
+        help=", ".join(EXPORT_FORMATS),
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="PATH",
+        help="file (csv, jsonl, inspect-scores) or folder (eee)",
+    )
+    parser.add_argument("--variant", metavar="NAME", help="inspect-scores: the variant to export")
+    parser.add_argument(
+        "--annotator", metavar="NAME", help="inspect-scores: only this annotator's verdicts"
+    )
+    parser.add_argument(
+        "--organization", default="unknown", metavar="NAME", help="eee: who ran the evaluation"
+    )
+    return parser
+
+
+def export_command(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
+    """Run ``evalnb export``: write the run in another tool's format."""
+    return guarded("export", lambda: _export(args, stdout or sys.stdout))
+
+
+def _export(args: argparse.Namespace, stdout: TextIO) -> int:
+    from evalnb.interop import _export as export
+
+    if args.format in ("csv", "jsonl"):
+        written = [export.export_samples(args.run, args.out, format=args.format)]
+    elif args.format == "eee":
+        written = export.export_eee(args.run, args.out, organization=args.organization)
+    else:
+        written = [
+            export.export_inspect_scores(
+                args.run, args.out, variant=args.variant, annotator=args.annotator
+            )
+        ]
+    for path in written:
+        print(f"wrote {path}", file=stdout)
+    return EXIT_OK

@@ -1,0 +1,419 @@
+"""``evalnb run``, ``evalnb demo`` and ``evalnb score``: the commands that write runs."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evalnb._types import Variant
+from evalnb.cases._experiment import load_experiment, parse_value, parse_variant
+from evalnb.cases.suites import PREFIX, resolve
+from evalnb.cli._ci import show_progress
+from evalnb.cli._common import UsageError, interrupts_once
+from evalnb.runner._session import run
+from evalnb.targets import Command, OpenAIChat, Target
+from evalnb.targets._containment import Containment
+
+__all__ = [
+    "add_demo_arguments",
+    "add_run_arguments",
+    "add_score_arguments",
+    "demo_command",
+    "run_command",
+    "score_command",
+]
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb run`` arguments to ``p``."""
+    p.add_argument(
+        "cases",
+        nargs="?",
+        help=f"cases file (.jsonl, .json, .yaml or .csv), or {PREFIX}NAME (packaged)",
+    )
+    p.add_argument(
+        "--experiment", help=f"experiment file (TOML) or {PREFIX}NAME; flags override it"
+    )
+    p.add_argument("--standin", action="store_true", help="target: the embedded stand-in model")
+    p.add_argument(
+        "--base-url", help="target: OpenAI-compatible URL, e.g. http://127.0.0.1:8080/v1"
+    )
+    p.add_argument(
+        "--command",
+        help="target: harness command, e.g. '{python} app.py --url {base_url} {request}'",
+    )
+    p.add_argument("--model", help="model name sent in every request")
+    p.add_argument(
+        "--containment",
+        action="store_true",
+        help="command target: private marker files, and check nothing leaks or changes",
+    )
+    p.add_argument(
+        "--require-trace", action="store_true", help="command target: no usable trace = malformed"
+    )
+    p.add_argument("--api-key-env", help="name of the environment variable holding the API key")
+    p.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="command target: pass this secret-named variable (e.g. OPENAI_API_KEY) to the "
+        "harness; others named like secrets are left out of its environment",
+    )
+    p.add_argument("--param", action="append", default=[], help="request param KEY=VALUE")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="NAME, NAME=@PREFIX_FILE, NAME=PREFIX or NAME:key=value,... with prefix, system, "
+        "template (@FILE allowed) or request params (repeatable)",
+    )
+    p.add_argument("--repeats", type=int, help="samples per case and variant (default 1)")
+    p.add_argument("--concurrency", type=int, help="samples in flight at once (default 8)")
+    p.add_argument("--order", choices=["alternate", "shuffle"], help="execution order scheme")
+    p.add_argument("--seed", type=int, help="seed of the shuffled order")
+    p.add_argument("--request-timeout", type=float, help="per-request / per-process timeout (s)")
+    p.add_argument("--out", help="run directory to create (default runs/run-<time>-<hex>)")
+    p.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
+    _budget_and_cache_arguments(p)
+    _progress_arguments(p)
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="run the samples as shards on this Dask scheduler, e.g. tcp://HOST:8786 "
+        "(every worker must see --out at the same path)",
+    )
+    p.add_argument("--shard-size", type=int, help="samples per shard with --dask (default 100)")
+    p.add_argument("--judge-model", help="model for 'judge' checks (default URL: the target's)")
+    p.add_argument("--judge-base-url", help="OpenAI-compatible URL of the judge model")
+    p.add_argument(
+        "--judge-api-key-env",
+        help="environment variable holding the judge's API key (a judge at another URL "
+        "never gets the target's key)",
+    )
+    return p
+
+
+def _budget_and_cache_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="stop the run (resumable) once finished samples cost this much; needs --prices",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help="stop the run (resumable) once finished samples used N tokens",
+    )
+    p.add_argument(
+        "--prices", metavar="FILE", help="price table (TOML, dollars per million tokens)"
+    )
+    p.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="development cache: store responses by request body and repeat, reuse them",
+    )
+
+
+def _budget_and_cache(args: argparse.Namespace) -> dict[str, Any]:
+    if args.max_cost is not None and args.prices is None:
+        raise UsageError("--max-cost needs --prices FILE (the price table, TOML)")
+    return {
+        "max_cost": args.max_cost,
+        "max_tokens": args.max_tokens,
+        "prices": args.prices,
+        "cache": args.cache,
+    }
+
+
+def _stopped_note(result: Any, argv: Sequence[str], resumed: bool) -> None:
+    """After a budget stop: say so and how to finish the run (stderr; the exit stays 0,
+    the run did what it was asked, and ``gate`` refuses an interrupted run)."""
+    if result.stopped is None:
+        return
+    again = shlex.join(["evalnb", *argv, *([] if resumed else ["--resume"])])
+    print(
+        "the budget stopped the run; what finished is saved. Resume (raise the limit to go "
+        f"further) with:\n  {again}",
+        file=sys.stderr,
+    )
+
+
+def _progress_arguments(p: argparse.ArgumentParser) -> None:
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--progress", action="store_true", help="draw the progress bar (default: on a terminal)"
+    )
+    shown.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def add_demo_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb demo`` arguments to ``p``."""
+    p.add_argument("--cases", default=f"{PREFIX}shop", help=f"cases file (default: {PREFIX}shop)")
+    p.add_argument("--repeats", type=int, default=25)
+    p.add_argument("--seed", type=int, default=0, help="stand-in seed")
+    p.add_argument("--out", help="run directory (default runs/demo-<time>)")
+    _progress_arguments(p)
+    return p
+
+
+def add_score_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``evalnb score`` arguments to ``p``."""
+    p.add_argument("run_dir", help="the run directory")
+    p.add_argument("--cases", help="cases file with the checks to use (default: the manifest's)")
+    p.add_argument("--check", action="append", default=[], help="JSON check spec for every case")
+    p.add_argument("--label", help="name of the new scoring (default score-<time>)")
+    p.add_argument("--judge-base-url", help="judge model URL, for 'judge' checks")
+    p.add_argument("--judge-model", help="judge model name")
+    p.add_argument("--api-key-env", help="environment variable holding the judge's API key")
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="score an interrupted run as it is (labelled partial; never read by default)",
+    )
+    return p
+
+
+def _command_argv(spec: dict[str, Any], server: str | None, base_dir: Path) -> list[str]:
+    """The harness argv with ``{python}``, ``{base_url}`` and ``{model}`` filled in, and
+    script paths made absolute (the process runs in a fresh workspace)."""
+    argv = spec["command"]
+    argv = shlex.split(argv) if isinstance(argv, str) else list(argv)
+    values = {"python": sys.executable, "base_url": server, "model": spec.get("model")}
+    out = []
+    for arg in argv:
+        for name, value in values.items():
+            if f"{{{name}}}" in arg:
+                if value is None:
+                    raise UsageError(
+                        f"the command uses {{{name}}}, but no {name} was given "
+                        "(--standin or --base-url, --model)"
+                    )
+                arg = arg.replace(f"{{{name}}}", value)
+        local = base_dir / arg
+        out.append(str(local.resolve()) if not os.path.isabs(arg) and local.is_file() else arg)
+    return out
+
+
+def _target(spec: dict[str, Any], stack: contextlib.ExitStack, base_dir: Path) -> Target:
+    """The target an experiment's settings describe.
+
+    ``standin`` or ``base_url`` name the model server; with ``command`` the target is the
+    harness (which reaches that server through ``{base_url}`` in its argv), otherwise
+    the server itself through ``OpenAIChat``.
+    """
+    if spec.get("standin") and spec.get("base_url"):
+        raise UsageError("choose one model server: --standin or --base-url URL, not both")
+    server = spec.get("base_url")
+    if spec.get("standin"):
+        from evalnb.standin import StandIn
+
+        server = stack.enter_context(StandIn()).base_url
+    if spec.get("command"):
+        containment = Containment() if spec.get("containment") else None
+        return Command(
+            _command_argv(spec, server, base_dir),
+            setup=containment.setup if containment else None,
+            inspect=containment.inspect if containment else None,
+            require_trace=bool(spec.get("require_trace")),
+            pass_env=spec.get("pass_env", []),
+            **({"timeout": spec["timeout"]} if spec.get("timeout") else {}),
+        )
+    if server is None:
+        raise UsageError("choose a target: --standin, --base-url URL or --command 'ARGV'")
+    options = {k: spec[k] for k in ("timeout", "max_retries") if spec.get(k) is not None}
+    return OpenAIChat(
+        server,
+        spec.get("model"),
+        api_key_env=spec.get("api_key_env"),
+        params=spec.get("params") or {},
+        **options,
+    )
+
+
+def _params(items: Sequence[str]) -> dict[str, Any]:
+    params = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--param must be KEY=VALUE; got {item!r}")
+        params[key] = parse_value(value)
+    return params
+
+
+def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
+    if args.shard_size is not None and not args.dask:
+        raise UsageError("--shard-size needs --dask ADDRESS (shards run on a cluster)")
+    settings: dict[str, Any] = {"cluster": args.dask} if args.dask else {}
+    if args.shard_size is not None:
+        settings["shard_size"] = args.shard_size
+    return settings
+
+
+def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    budget = _budget_and_cache(args)
+    experiment = load_experiment(resolve(args.experiment, ".toml")) if args.experiment else None
+    cases = resolve(args.cases, ".jsonl") if args.cases else None
+    cases = cases or (experiment.cases if experiment else None)
+    if cases is None:
+        raise UsageError("no cases: give a cases file, or an experiment file with 'cases'")
+    settings = dict(experiment.settings) if experiment else {}
+    spec = dict(experiment.target) if experiment else {}
+    flags = {
+        "standin": args.standin or None,
+        "base_url": args.base_url,
+        "command": args.command,
+        "model": args.model,
+        "api_key_env": args.api_key_env,
+        "timeout": args.request_timeout,
+    }
+    if flags["standin"] or flags["base_url"]:
+        spec.pop("standin", None)
+        spec.pop("base_url", None)
+    if flags["command"]:
+        spec.pop("command", None)
+    for key in ("containment", "require_trace"):
+        if getattr(args, key):
+            spec[key] = True
+    if args.pass_env:
+        spec["pass_env"] = [*spec.get("pass_env", []), *args.pass_env]
+    spec.update({k: v for k, v in flags.items() if v is not None})
+    if args.param:
+        spec["params"] = {**spec.get("params", {}), **_params(args.param)}
+    variants = [parse_variant(v) for v in args.variant] or (
+        experiment.variants if experiment and experiment.variants else None
+    )
+    for key in ("repeats", "concurrency", "order", "seed"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    settings.update(_cluster_settings(args))
+    with contextlib.ExitStack() as stack:
+        base_dir = experiment.path.parent if experiment and not args.command else Path.cwd()
+        target = _target(spec, stack, base_dir)
+        judge = None
+        judge_spec = dict(experiment.judge) if experiment else {}
+        if args.judge_model:
+            judge_spec["model"] = args.judge_model
+        if args.judge_base_url and judge_spec:
+            judge_spec["base_url"] = args.judge_base_url
+        if args.judge_api_key_env:
+            judge_spec["api_key_env"] = args.judge_api_key_env
+        elif judge_spec and not judge_spec.get("base_url") and "api_key_env" not in judge_spec:
+            # The judge is the target's own endpoint: the same server, the same key.
+            judge_spec["api_key_env"] = spec.get("api_key_env")
+        if judge_spec:
+            judge_url = judge_spec.get("base_url") or getattr(target, "base_url", None)
+            if judge_url is None:
+                raise UsageError("--judge-model needs --judge-base-url with this target")
+            judge = OpenAIChat(
+                judge_url, judge_spec["model"], api_key_env=judge_spec.get("api_key_env")
+            )
+        with interrupts_once():
+            try:
+                result = run(
+                    cases,
+                    target,
+                    variants=variants,
+                    judge=judge,
+                    defaults=experiment.defaults if experiment else None,
+                    out=args.out,
+                    resume=args.resume,
+                    progress=show_progress(args),
+                    command=["evalnb", *argv],
+                    on_start=lambda path: print(f"writing {path}", file=sys.stderr),
+                    **budget,
+                    **settings,
+                )
+            except KeyboardInterrupt:
+                again = shlex.join(["evalnb", *argv, *([] if args.resume else ["--resume"])])
+                print(
+                    f"\ninterrupted; what finished is saved. Resume with:\n  {again}",
+                    file=sys.stderr,
+                )
+                return 130
+    print(result.summary())
+    _stopped_note(result, argv, args.resume)
+    return 0
+
+
+def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb.analysis import compare, load, rates
+    from evalnb.standin import StandIn
+
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = Path(args.out) if args.out else Path("runs") / f"demo-{stamp}"
+    variants = [Variant("v1"), Variant("v2", params={"model": "shop-v2"})]
+    with StandIn(seed=args.seed) as server:
+        target = OpenAIChat(server.base_url, "shop-v1")
+        result = run(
+            resolve(args.cases, ".jsonl"),
+            target,
+            variants=variants,
+            repeats=args.repeats,
+            out=out,
+            concurrency=16,
+            progress=show_progress(args),
+            command=["evalnb", *argv],
+        )
+    print(result.summary())
+    run_frames = load(out)
+    table = rates(run_frames, by=["variant", "case_id"], check="all")
+    print("\nAll checks passed, per variant and case (Wilson 95% interval):")
+    for row in table.itertuples():
+        print(
+            f"  {row.variant:<4} {row.case_id:<16} {row.k:>3}/{row.n:<3}"
+            f"  {row.estimate:6.1%}  ({row.low:6.1%} - {row.high:6.1%})"
+        )
+    diff = compare(run_frames, a="v1", b="v2").iloc[0]
+    print(
+        f"\nPaired comparison over {diff.cases} cases x {diff.repeats_a:g} repeats: v2 - v1 = "
+        f"{diff['diff']:+.1%} (95% CI {diff.low:+.1%} to {diff.high:+.1%}, p = {diff.p_value:.3f})"
+        f": {diff.verdict} (A = v1, B = v2)."
+    )
+    if diff.note:  # why the verdict is what it is (too few cases for the exact test...)
+        print(f"Note: {str(diff.note).rstrip('.')}.")
+    print(
+        f"\nThe run is in {out}/ (Parquet + manifest.json). Next, in a notebook:\n"
+        f"  import evalnb\n  run = evalnb.load({str(out)!r})\n"
+        '  evalnb.compare(run, a="v1", b="v2")'
+    )
+    return 0
+
+
+def score_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from evalnb.runner._rescore import score
+    from evalnb.store import scorings
+
+    judge = None
+    if args.judge_model:
+        if not args.judge_base_url:
+            raise UsageError("--judge-model needs --judge-base-url")
+        judge = OpenAIChat(args.judge_base_url, args.judge_model, api_key_env=args.api_key_env)
+    checks = [parse_value(text) for text in args.check]
+    for i, spec in enumerate(checks):
+        if not isinstance(spec, dict):
+            raise UsageError(f"--check #{i + 1} must be a JSON object; got {spec!r}")
+        if spec.get("type") == "python" and "base" not in spec:
+            # A module named on the command line is looked for in the current folder first.
+            spec["base"] = str(Path.cwd())
+    label = score(
+        args.run_dir,
+        cases=args.cases,
+        checks=checks,
+        label=args.label,
+        judge=judge,
+        partial=args.partial,
+    )
+    info = next(i for i in scorings(args.run_dir) if i["label"] == label)
+    what = "partially (labelled partial)" if info.get("partial") else "again"
+    print(f"scored {args.run_dir} {what} as {label!r} (the earlier results are kept)")
+    return 0

@@ -1,0 +1,42 @@
+"""Other tools' suites and logs in, evalnb's runs out.
+
+Importers: suites become a cases file (YAML) and an experiment file (TOML) for ``evalnb
+run``; logs become run directories, written through evalnb's store. What cannot be
+expressed is listed by name and place (:class:`Unsupported`), in the report and in
+``imported.json``. Exporters (CSV, JSONL, Every Eval Ever, Inspect ``precomputed_scores``)
+read a run through the analysis, so they load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from evalnb.interop._inspect_dataset import import_inspect
+from evalnb.interop._inspect_log import import_inspect_log
+from evalnb.interop._openai_evals import import_openai_evals
+from evalnb.interop._promptfoo import import_promptfoo
+from evalnb.interop._promptfoo_results import import_promptfoo_results
+from evalnb.interop._suite import ImportResult, Unsupported
+
+_EXPORTS = ("EEE_SCHEMA_VERSION", "export_eee", "export_inspect_scores", "export_samples")
+
+__all__ = [
+    "EEE_SCHEMA_VERSION",
+    "ImportResult",
+    "Unsupported",
+    "export_eee",
+    "export_inspect_scores",
+    "export_samples",
+    "import_inspect",
+    "import_inspect_log",
+    "import_openai_evals",
+    "import_promptfoo",
+    "import_promptfoo_results",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module("evalnb.interop._export"), name)
+    raise AttributeError(f"module 'evalnb.interop' has no attribute {name!r}")

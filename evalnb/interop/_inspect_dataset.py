@@ -1,0 +1,133 @@
+"""Inspect datasets (JSONL, JSON, CSV with ``input``, ``target``, ``choices``, ``id``,
+``metadata``) as an evalnb suite.
+
+``fields`` maps Inspect's sample fields to the record's names, like Inspect's
+``FieldSpec`` (``{"input": "question", "target": "answer"}``); record fields that are not
+mapped go to the case's ``metadata``. The check stands for the task's scorer
+(:data:`SCORERS`); ``files``, ``setup`` and ``sandbox`` are listed as not imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from evalnb._exceptions import ArgumentError
+from evalnb.interop._records import messages, records
+from evalnb.interop._suite import ImportResult, Unsupported, source_error, write_suite
+
+__all__ = ["SCORERS", "import_inspect"]
+
+#: Inspect scorers and the evalnb check that stands for each.
+SCORERS = {
+    "choice": "choice (the letter the answer picks)",
+    "match": "regex: the target at the end of the answer, ignoring case (match())",
+    "includes": "includes: the target anywhere in the answer (includes())",
+    "exact": "equals (exact())",
+    "model_graded_fact": "judge: agrees with the target (model_graded_fact())",
+    "none": "no check (score later with evalnb score)",
+}
+_FIELDS = ("input", "target", "choices", "id", "metadata")
+_LEFT_OUT = ("files", "setup", "sandbox")
+
+
+def _check(scorer: str, case: dict[str, Any]) -> dict[str, Any] | None:
+    if scorer == "none" or "target" not in case:
+        return None
+    if scorer == "match":
+        targets = case["target"] if isinstance(case["target"], list) else [case["target"]]
+        either = "|".join(regex.escape(str(t).strip()) for t in targets)
+        return {"type": "regex", "pattern": f"(?:{either})\\W*\\Z", "ignore_case": True}
+    if scorer == "model_graded_fact":
+        return {"type": "judge", "rubric": "The answer states the facts of: {{ target }}"}
+    return {"type": {"exact": "equals"}.get(scorer, scorer)}
+
+
+def _target(value: Any) -> Any:
+    if isinstance(value, list):
+        kept = [str(v) for v in value if str(v).strip()]
+        return kept or None
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return value if isinstance(value, str | int | float) else str(value)
+
+
+def import_inspect(
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    fields: dict[str, str] | None = None,
+    scorer: str | None = None,
+    repeats: int = 5,
+) -> ImportResult:
+    """Import an Inspect dataset file into ``DEST/cases.yaml`` + ``DEST/experiment.toml``.
+
+    ``scorer`` is one of :data:`SCORERS` (default: ``choice`` for cases with choices,
+    else ``includes``).
+    """
+    path = Path(source)
+    spec = {name: name for name in _FIELDS}
+    for key, value in (fields or {}).items():
+        if key not in _FIELDS:
+            raise ArgumentError(f"'fields' keys must be among {', '.join(_FIELDS)}; got {key!r}")
+        spec[key] = value
+    if scorer is not None and scorer not in SCORERS:
+        raise ArgumentError(f"'scorer' must be one of {', '.join(SCORERS)}; got {scorer!r}")
+    metadata_fields = spec["metadata"].split("|") if fields and "metadata" in fields else None
+    unsupported: list[Unsupported] = []
+    cases = []
+    seen: set[str] = set()
+    for n, (where, record) in enumerate(records(path, "Inspect dataset"), start=1):
+        raw_input = record.get(spec["input"])
+        if raw_input is None:
+            raise source_error(
+                Path(where),
+                f"expected the input field {spec['input']!r} (map another with "
+                f"--field input=NAME); fields: {', '.join(record)}",
+            )
+        case: dict[str, Any] = {"id": str(record.get(spec["id"], n))}
+        if case["id"] in seen:
+            raise source_error(Path(where), f"'id' must be unique; got {case['id']!r} again")
+        seen.add(case["id"])
+        if isinstance(raw_input, list):
+            chat = messages(raw_input, where, unsupported)
+            if chat is None:
+                continue
+            case["messages"] = chat
+        elif isinstance(raw_input, str) and raw_input.strip():
+            case["prompt"] = raw_input
+        else:
+            raise source_error(
+                Path(where), f"'{spec['input']}' must be text or chat messages; got {raw_input!r}"
+            )
+        target = _target(record.get(spec["target"]))
+        if target is not None:
+            case["target"] = target
+        choices = record.get(spec["choices"])
+        if isinstance(choices, str) and choices.strip().startswith("["):
+            choices = json.loads(choices)
+        if isinstance(choices, list) and choices:
+            case["choices"] = [str(c) for c in choices]
+        for name in _LEFT_OUT:
+            if record.get(name):
+                unsupported.append(Unsupported(name, where, "sample files/setup/sandbox"))
+        used = {spec[k] for k in ("input", "target", "choices", "id")} | set(_LEFT_OUT)
+        metadata = record.get("metadata") if spec["metadata"] == "metadata" else None
+        extra = {k: v for k, v in record.items() if k not in used and k != "metadata"}
+        if metadata_fields is not None:
+            extra = {k: record[k] for k in metadata_fields if k in record}
+        merged = {**(metadata if isinstance(metadata, dict) else {}), **extra}
+        if merged:
+            case["metadata"] = merged
+        check = _check(scorer or ("choice" if "choices" in case else "includes"), case)
+        if check is not None:
+            case["checks"] = [check]
+        cases.append(case)
+    result = ImportResult("inspect", path)
+    result.unsupported = unsupported
+    judge = scorer == "model_graded_fact"
+    return write_suite(result, dest, cases=cases, repeats=repeats, judge=judge)

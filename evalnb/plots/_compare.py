@@ -1,0 +1,225 @@
+"""The paired comparison: per-case differences B - A, the mean difference and its interval."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from evalnb._exceptions import ArgumentError
+from evalnb.plots import _base
+
+__all__ = ["plot_compare"]
+
+_SUMMARY = ["a", "b", "cases", "diff", "low", "high", "level", "verdict"]
+_CASES = ["case_id", "k_a", "n_a", "k_b", "n_b", "diff", "paired"]
+
+
+@_base.literal_text
+def plot_compare(
+    summary: pd.DataFrame,
+    cases: pd.DataFrame | None = None,
+    ax: Axes | None = None,
+    *,
+    check: str | None = None,
+    sort: bool = True,
+    colors: Mapping[str, str] | None = None,
+    label_width: int | None = _base.LABEL_WIDTH,
+) -> Axes:
+    """Per-case differences B - A under the mean difference, its interval and the verdict.
+
+    ``summary`` is :func:`evalnb.compare` (one comparison: one row, or one per check,
+    picked with ``check``); ``cases`` is :func:`evalnb.compare_cases` for the same
+    variants, one marker per case (None shows the summary alone). Cases where B did
+    better take B's colour, those where A did better take A's; a case without scored
+    samples on both sides is listed without a marker. ``sort`` puts the largest gain
+    of B on top; False keeps the frame's order. ``colors`` maps variant names to
+    colours: by default A and B take the first two colours, as the first two variants
+    do everywhere; pass ``evalnb.variant_colors(run.variants)`` for other pairs.
+
+    >>> evalnb.plot_compare(evalnb.compare(run), evalnb.compare_cases(run))  # doctest: +SKIP
+    """
+    hint = "a frame from evalnb.compare(run)"
+    summary = _base.require(summary, _SUMMARY, "summary", hint)
+    summary, check = _base.pick_check(summary, check, "summary")
+    if summary.empty:
+        raise ArgumentError(
+            "'summary' has no comparison to plot: no case has scored samples of both sides "
+            "(are all outcomes unscored?)"
+        )
+    if len(summary) != 1:
+        raise ArgumentError(
+            f"'summary' must hold one comparison; got {len(summary)} rows (compare without "
+            "by=, or pass one row of it)"
+        )
+    row = summary.iloc[0]
+    a, b = str(row["a"]), str(row["b"])
+    if cases is not None:
+        cases = _base.require(cases, _CASES, "cases", "a frame from evalnb.compare_cases(run)")
+        cases, _ = _base.pick_check(cases, check if "check" in cases.columns else None, "cases")
+        cases = _case_rows(cases, sort)
+    else:
+        cases = pd.DataFrame(columns=_CASES)
+    palette = _base.colors_for([a, b], [a, b], colors)
+
+    ax = _base.new_axes(ax, _base.figure_height(len(cases) + 1.5, 0.3, extra=1.9))
+    start = 1.5
+    ticks = [0.0, *(start + np.arange(len(cases)))]
+    labels = [f"Mean difference ({_base.plural(int(row['cases']), 'case')})"]
+    labels += _base.shorten_ids(cases["case_id"].tolist(), label_width)
+    ax.axvline(0, color=_base.INK, lw=1.0, zorder=1, gid="zero")
+
+    paired = cases["paired"].to_numpy(bool)
+    diff = cases["diff"].to_numpy(float)
+    y = start + np.arange(len(cases))
+    groups = [
+        ("b-better", diff > 0, palette[b], f"{b} better (B)"),
+        ("a-better", diff < 0, palette[a], f"{a} better (A)"),
+        ("no-change", diff == 0, _base.NEUTRAL, "no change"),
+    ]
+    handles = []
+    for name, chosen, color, label in groups:
+        chosen = chosen & paired
+        if chosen.any():
+            handles.append(Line2D([], [], ls="none", marker="o", color=color, label=label))
+        # A stem from zero makes each case's move readable without following the grid.
+        ax.hlines(
+            y[chosen],
+            0,
+            diff[chosen],
+            color=color,
+            lw=1.2,
+            alpha=0.6,
+            zorder=2,
+            gid=f"case-stem:{name}",
+        )
+        ax.plot(
+            diff[chosen],
+            y[chosen],
+            ls="none",
+            marker="o",
+            ms=6,
+            color=color,
+            mec="white",
+            mew=0.6,
+            zorder=3,
+            gid=f"case-diff:{name}",
+        )
+    for case, height in zip(cases.itertuples(index=False), y, strict=True):
+        if case.paired:
+            text = f"{int(case.k_a)}/{int(case.n_a)} → {int(case.k_b)}/{int(case.n_b)}"
+        else:
+            text = "not paired: " + (
+                "no scored samples"
+                if not (case.n_a or case.n_b)
+                else f"only {a if case.n_a else b} has scored samples"
+            )
+        _base.note_right(ax, height, text, _base.NEUTRAL if not case.paired else _base.INK)
+
+    verdict = str(row["verdict"])
+    tint = {"B better": palette[b], "A better": palette[a]}.get(verdict, _base.NEUTRAL)
+    if np.isfinite(row["diff"]):
+        low, high = float(row["low"]), float(row["high"])
+        if np.isfinite(low) and np.isfinite(high):
+            ax.hlines(0, low, high, color=tint, lw=3.4, zorder=2, gid="mean-interval")
+        ax.plot(
+            row["diff"],
+            0,
+            ls="none",
+            marker="D",
+            ms=8.5,
+            color=tint,
+            mec="white",
+            mew=0.8,
+            zorder=3,
+            gid="mean-diff",
+        )
+    rates = ""
+    if "rate_a" in summary.columns and "rate_b" in summary.columns:
+        rates = f"{_base.percent(row['rate_a'])} → {_base.percent(row['rate_b'])}"
+    _base.note_right(ax, 0, rates, _base.INK, weight="bold", gid="suite-note")
+
+    _base.setup_rows(ax, ticks, labels, header=1)
+    _base.clean(ax)
+    reach = np.nanmax(np.abs(np.r_[diff[paired], row["diff"], row["low"], row["high"], 0.05]))
+    reach = min(1.0, math.ceil(reach * 1.15 * 20) / 20) if np.isfinite(reach) else 1.0
+    ax.set_xlim(-reach - 0.02, reach + 0.02)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10], symmetric=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(_points))
+    ax.set_xlabel(f"{b} − {a}: difference in pass rate, percentage points")
+    for x, side, where, name in ((0, "left", "a", a), (1, "right", "b", b)):
+        arrow = f"← {name} better" if where == "a" else f"{name} better →"
+        ax.annotate(
+            arrow,
+            xy=(x, 0),
+            xycoords="axes fraction",
+            xytext=(0, -30),
+            textcoords="offset points",
+            ha=side,
+            va="top",
+            fontsize="small",
+            color=_base.darker(palette[name]),
+            gid=f"direction:{where}",
+        )
+    lines = _base.legend(ax, handles)
+    _base.title(ax, _headline(row, a, b), legend_lines=lines, sub=_details(row, check))
+    return ax
+
+
+def _case_rows(cases: pd.DataFrame, sort: bool) -> pd.DataFrame:
+    cases = cases.assign(case_id=cases["case_id"].astype(object).astype(str))
+    cases = cases.assign(paired=cases["paired"].astype(bool))
+    if cases["case_id"].duplicated().any():
+        raise ArgumentError(
+            "'cases' must have one row per case (compare_cases without by=, or filter it); "
+            f"{cases.loc[cases['case_id'].duplicated(), 'case_id'].iloc[0]!r} appears twice"
+        )
+    if sort:
+        cases = cases.assign(_order=-cases["diff"].fillna(-np.inf))
+        cases = cases.sort_values(["paired", "_order"], ascending=[False, True], kind="stable")
+        cases = cases.drop(columns="_order")
+    return cases.reset_index(drop=True)
+
+
+def _points(value: float, _position: object = None) -> str:
+    points = value * 100
+    return "0" if abs(points) < 1e-9 else f"{points:+.0f}"
+
+
+def _headline(row: pd.Series, a: str, b: str) -> str:
+    diff = row["diff"]
+    if not np.isfinite(diff):
+        return f"{row['verdict']}: no paired cases of {a} and {b}"
+    level = f"{float(row['level']) * 100:g}%"
+    interval = ""
+    if np.isfinite(row["low"]) and np.isfinite(row["high"]):
+        interval = f", {level} CI {row['low'] * 100:+.1f} to {row['high'] * 100:+.1f}"
+    return f"{row['verdict']}: {b} − {a} = {diff * 100:+.1f} points{interval}"
+
+
+def _details(row: pd.Series, check: str | None) -> str:
+    parts = [f"A = {row['a']}, B = {row['b']}"]
+    if check:
+        parts.append(f"check {check!r}")
+    repeats = [row.get("repeats_a"), row.get("repeats_b")]
+    if all(r is not None and np.isfinite(r) for r in repeats):
+        shown = (
+            f"{repeats[0]:.3g}"
+            if repeats[0] == repeats[1]
+            else f"{repeats[0]:.3g}/{repeats[1]:.3g}"
+        )
+        parts.append(f"{_base.plural(int(row['cases']), 'case')} × {shown} repeats")
+    if "p_value" in row.index and np.isfinite(row["p_value"]):
+        parts.append(f"p = {row['p_value']:.2g}")
+    if row.get("mode") == "fixed":
+        parts.append("fixed cases (these cases only)")
+    elif row.get("mode") == "random":
+        parts.append("paired t across cases")
+    if int(row.get("unpaired", 0) or 0):
+        parts.append(f"{_base.plural(int(row['unpaired']), 'unpaired case')} left out")
+    return " · ".join(parts)

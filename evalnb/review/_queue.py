@@ -1,0 +1,274 @@
+"""The samples a review goes through, read once: which ones, in what order, and what the
+reviewer reads about each.
+
+``where=`` is applied here, once; the filters of :class:`~evalnb.review._state.ReviewState`
+then only select among the queued samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import numpy as np
+import pandas as pd
+
+from evalnb._exceptions import ArgumentError
+from evalnb.analysis._calibrate import check_outcomes
+from evalnb.analysis._frames import Run
+from evalnb.store import KEY, SAMPLES_SCHEMA
+
+__all__ = ["Queue", "SampleKey", "SampleView"]
+
+_FAIL, _PASS = 0, 1  # outcome codes of check_outcomes
+_SHOWN = ["status", "error", "prompt", "answer", "requested", "executed"]
+# Big text columns nobody filters on; `where=` strings see every other samples column.
+_HEAVY = {"request", "response", "stdout", "stderr", "trace", "tool_calls"}
+
+
+class SampleKey(TypedDict):
+    """Which sample: the key columns of the samples table."""
+
+    run_id: str
+    case_id: str
+    variant: str
+    repeat: int
+
+
+@dataclass(frozen=True)
+class SampleView:
+    """What the reviewer reads about one sample. ``checks`` holds (name, outcome, detail)
+    with outcome True, False or None (unscored)."""
+
+    key: SampleKey
+    status: str
+    prompt: Any
+    answer: Any
+    error: Any
+    review: Any
+    requested: list[dict[str, Any]]
+    executed: list[dict[str, Any]]
+    checks: list[tuple[Any, Any, Any]]
+
+
+class Queue:
+    """The samples of ``run`` that ``where`` keeps, sorted by run, case, variant, repeat.
+
+    ``positions[i]`` is where the i-th queued sample sits in ``samples`` (one read of
+    ``run.table("samples")``, so also in the Run's own table). Aligned with it:
+    ``case_codes`` and ``variant_codes`` (category codes), ``failing`` (a check of the
+    sample fails), ``check_fails`` / ``check_passes`` (what ``check`` says of it), and
+    ``outcome`` (0 a check fails, 1 all pass, 2 unscored, 3 no check).
+
+    With ``pair=(a, b)`` only the samples of variants ``a`` and ``b`` are queued, sorted
+    by run, case, repeat and then ``a`` before ``b``, so that the two samples of one case
+    and repeat are neighbours; :meth:`partner` finds the other one.
+    """
+
+    def __init__(
+        self, run: Run, where: Any, check: str | None, pair: tuple[str, str] | None = None
+    ):
+        self.run = run
+        self.pair = pair
+        wanted = list(_SHOWN)
+        if isinstance(where, str) or callable(where):
+            wanted += [c for c in _where_columns() if c not in wanted]
+        # One read of every column used: all positions below refer to this snapshot.
+        samples = run.table("samples", wanted)
+        self.samples = samples
+        universe = _select(samples, where)
+        codes = [samples[c].cat.codes.to_numpy() for c in ("run_id", "case_id", "variant")]
+        repeat = samples["repeat"].to_numpy()
+        if pair is None:
+            order = np.lexsort((repeat[universe], *(c[universe] for c in reversed(codes))))
+        else:
+            side = _sides(samples["variant"], pair)
+            universe = universe[side[universe] >= 0]
+            order = np.lexsort(
+                (side[universe], repeat[universe], codes[1][universe], codes[0][universe])
+            )
+        self.positions = pos = universe[order]
+        self.case_codes = codes[1][pos]
+        self.variant_codes = codes[2][pos]
+        self._partners = _partners(codes[0], codes[1], codes[2], repeat, pos) if pair else {}
+
+        every, rows = check_outcomes(run, None)
+        self.outcome = every[pos]
+        self.failing = every[pos] == _FAIL
+        machine = (every if check is None else check_outcomes(run, check)[0])[pos]
+        self.check_fails, self.check_passes = machine == _FAIL, machine == _PASS
+        # The check rows in sample order, as positions into `rows`: a view reads its few
+        # rows, so nothing is converted for the whole run while the panel is built.
+        at = rows["position"].to_numpy()
+        self._check_order = np.argsort(at, kind="stable")
+        self._check_at = at[self._check_order]
+        self._checks = rows[["check", "outcome", "detail"]]
+
+        cases = run.cases
+        self._review = {
+            (str(r), str(c)): v
+            for r, c, v in zip(cases["run_id"], cases["case_id"], cases["review"], strict=True)
+        }
+
+    def options(self, column: str) -> list[tuple[str, int]]:
+        """(name, code) of each ``variant`` or ``case_id`` among the queued samples."""
+        codes = self.variant_codes if column == "variant" else self.case_codes
+        present = set(codes.tolist())
+        names = self.samples[column].cat.categories
+        return [(str(name), i) for i, name in enumerate(names) if i in present]
+
+    def rows(self, keys: pd.DataFrame) -> np.ndarray:
+        """For each row of ``keys`` (a frame with the columns of :class:`SampleKey`), the
+        position of its sample in ``samples``; -1 for a sample not there."""
+        found = np.full(len(keys), -1, dtype=np.int64)
+        rows, at = _matches(self.samples, keys, KEY)
+        found[at] = rows
+        return found
+
+    def partner(self, row: int) -> int | None:
+        """With ``pair``: the row in ``samples`` of the other variant's sample of the same
+        run, case and repeat (None when it is not queued)."""
+        return self._partners.get(row)
+
+    def key(self, row: int) -> SampleKey:
+        """The key of the sample at position ``row`` of ``samples``."""
+        samples = self.samples
+        return {
+            "run_id": str(samples["run_id"].iat[row]),
+            "case_id": str(samples["case_id"].iat[row]),
+            "variant": str(samples["variant"].iat[row]),
+            "repeat": int(samples["repeat"].iat[row]),
+        }
+
+    def view(self, row: int) -> SampleView:
+        """The sample at position ``row`` of ``samples`` as the reviewer reads it."""
+        key = self.key(row)
+        start = int(np.searchsorted(self._check_at, row, side="left"))
+        end = int(np.searchsorted(self._check_at, row, side="right"))
+        samples, checks = self.samples, self._checks
+        return SampleView(
+            key=key,
+            status=str(samples["status"].iat[row]),
+            prompt=samples["prompt"].iat[row],
+            answer=samples["answer"].iat[row],
+            error=samples["error"].iat[row],
+            review=self._review.get((key["run_id"], key["case_id"])),
+            requested=_listed(samples["requested"].iat[row]),
+            executed=_listed(samples["executed"].iat[row]),
+            checks=[
+                (
+                    str(checks["check"].iat[i]),
+                    _outcome(checks["outcome"].iat[i]),
+                    checks["detail"].iat[i],
+                )
+                for i in self._check_order[start:end].tolist()
+            ],
+        )
+
+
+def _sides(variants: pd.Series, pair: tuple[str, str]) -> np.ndarray:
+    """Per sample 0 for variant ``pair[0]``, 1 for ``pair[1]``, -1 for any other."""
+    names = [str(v) for v in variants.cat.categories]
+    missing = [v for v in pair if v not in names]
+    if missing or len(pair) != 2 or pair[0] == pair[1]:
+        options = ", ".join(repr(v) for v in names)
+        raise ArgumentError(
+            f"'compare' must name two different variants of the run ({options}); got {pair!r}"
+        )
+    lookup = np.full(len(names), -1, dtype=np.int8)
+    lookup[names.index(pair[0])] = 0
+    lookup[names.index(pair[1])] = 1
+    return lookup[variants.cat.codes.to_numpy()]
+
+
+def _partners(
+    runs: np.ndarray, cases: np.ndarray, variants: np.ndarray, repeat: np.ndarray, rows: np.ndarray
+) -> dict[int, int]:
+    """Rows of ``rows`` paired by run, case and repeat (two variants: one pair each)."""
+    first: dict[tuple[int, int, int], int] = {}
+    partners: dict[int, int] = {}
+    for row in rows.tolist():
+        where = (int(runs[row]), int(cases[row]), int(repeat[row]))
+        other = first.setdefault(where, row)
+        if other != row and variants[other] != variants[row]:
+            partners[row], partners[other] = other, row
+    return partners
+
+
+def _outcome(value: Any) -> bool | None:
+    return None if value is pd.NA else bool(value)
+
+
+def _listed(value: Any) -> list[dict[str, Any]]:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return []
+    return list(value)
+
+
+def _where_columns() -> list[str]:
+    """The samples columns a ``where=`` query string or function can use."""
+    return [c for c in SAMPLES_SCHEMA.names if c not in _HEAVY]
+
+
+def _select(samples: pd.DataFrame, where: Any) -> np.ndarray:
+    """Positions (in ``samples``) of the samples ``where`` keeps.
+
+    ``where`` is None (all), a :meth:`pandas.DataFrame.query` string, a function of the
+    samples frame returning a boolean mask, a boolean mask, or a frame of sample keys.
+    """
+    everyone = np.arange(len(samples))
+    if where is None:
+        return everyone
+    if isinstance(where, str):
+        try:
+            kept = samples.query(where)
+        except Exception as exc:
+            raise ArgumentError(
+                f"'where' query {where!r} failed on the samples frame: {exc}"
+            ) from exc
+        return samples.index.get_indexer(kept.index)
+    if isinstance(where, pd.DataFrame):
+        return _select_keys(samples, where)
+    if callable(where):
+        return _mask(where(samples), len(samples), "what the 'where' function returned")
+    if isinstance(where, pd.Series | np.ndarray | list):
+        return _mask(where, len(samples), "'where'")
+    raise TypeError(
+        "'where' must be None, a query string, a function of the samples frame, a boolean "
+        f"mask over run.samples, or a frame of sample keys; got {type(where).__name__}"
+    )
+
+
+def _mask(mask: Any, n: int, what: str) -> np.ndarray:
+    values = np.asarray(mask)
+    if values.dtype != bool or values.shape != (n,):
+        raise ArgumentError(
+            f"{what} must be a boolean mask with one value per sample ({n}); "
+            f"got dtype {values.dtype} and shape {values.shape}"
+        )
+    return np.flatnonzero(values)
+
+
+def _select_keys(samples: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
+    needed = ["case_id", "variant", "repeat"]
+    missing = [c for c in needed if c not in keys.columns]
+    if missing:
+        raise ArgumentError(
+            f"a 'where' frame must hold sample keys (case_id, variant, repeat[, run_id]); "
+            f"missing {missing!r}"
+        )
+    on = ["run_id", *needed] if "run_id" in keys.columns else needed
+    return np.unique(_matches(samples, keys.drop_duplicates(on), on)[0])
+
+
+def _matches(
+    samples: pd.DataFrame, keys: pd.DataFrame, on: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (position in ``samples``, position in ``keys``) of rows equal ``on``."""
+    left = samples[on].astype({c: object for c in on if c != "repeat"})
+    right = keys[on].astype({c: object for c in on if c != "repeat"})
+    right = right.astype({"repeat": left["repeat"].dtype})
+    left.index = np.arange(len(left))
+    right.index = np.arange(len(right))
+    pairs = left.reset_index().merge(right.reset_index(), on=on, how="inner")
+    return pairs["index_x"].to_numpy(), pairs["index_y"].to_numpy()

@@ -1,0 +1,530 @@
+"""A review without widgets: the filters over the queue of samples (:mod:`evalnb.review._queue`),
+the place in it, the reason being typed, and every verdict saved through the verdict store.
+
+:class:`ReviewState` is the whole of a review but the drawing; :class:`~evalnb.review.Annotator`
+draws it with ipywidgets and forwards each click to it. A script or a test drives it as a
+reviewer would:
+
+>>> review = ReviewState(run, "ana")                          # doctest: +SKIP
+>>> review.draft = "promises a delivery date"                 # doctest: +SKIP
+>>> review.record("fail")                                     # doctest: +SKIP
+>>> review.next_unreviewed()                                  # doctest: +SKIP
+
+A verdict is written (one verdicts part, :mod:`evalnb.store._verdicts`) before the state
+changes, so a kernel that dies loses nothing recorded; a new state resumes at the first
+sample this annotator has not reviewed. Nothing typed is lost either: a reason typed for
+a sample is kept as its draft (on disk, :mod:`evalnb.review._drafts`) across moves and
+restarts, and an edited reason of a sample already judged is saved with its verdict when
+the reviewer moves on. States of one annotator on the same runs in one process share
+what is saved: a verdict given in one panel shows in the others. Filters are applied
+once per change into an index of samples; moving only steps through that index, so a
+move costs the same on a run of 100,000 samples as on a run of 100.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalnb._exceptions import ArgumentError
+from evalnb.analysis._frames import Run, load
+from evalnb.review._drafts import DraftBook, DraftKey
+from evalnb.review._queue import Queue, SampleKey, SampleView
+from evalnb.store._verdicts import VERDICTS, VerdictStore, latest_verdicts, verdict_history
+
+__all__ = ["LIST_SORTS", "Filters", "ReviewState"]
+
+_CODES = {verdict: code for code, verdict in enumerate(VERDICTS)}
+# the list's names of the queue's outcome codes (0 fail, 1 pass, 2 unscored, 3 no check)
+_OUTCOMES = ["fail", "pass", "unscored", "none"]
+
+#: How :meth:`ReviewState.listing` can sort the samples.
+LIST_SORTS = ("order", "case_id", "variant", "status", "checks", "verdict")
+_NONE = -1
+_SCAN = 1024
+
+# The states of one annotator on one set of runs, and their drafts: what one panel saves
+# the others show, and two panels never keep two copies of a draft.
+_PEERS: dict[tuple[str, ...], weakref.WeakSet[ReviewState]] = {}
+_DRAFTS: dict[tuple[str, str], DraftBook] = {}
+
+
+@dataclass(frozen=True)
+class Undone:
+    """What :meth:`ReviewState.undo` did: the sample it went back to, the verdict taken
+    back, and the one restored (None: the sample had no earlier verdict, so the verdict
+    taken back stays until another is given; the history is append-only)."""
+
+    key: SampleKey
+    undone: str
+    restored: str | None
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which samples the selection keeps. ``variant`` and ``case`` are codes from
+    :attr:`ReviewState.variants` and :attr:`ReviewState.cases`, -1 for all."""
+
+    variant: int = -1
+    case: int = -1
+    failing: bool = False
+    unreviewed: bool = False
+    disagreements: bool = False
+
+
+class ReviewState:
+    """``annotator``'s review of the samples of ``run``: what :func:`~evalnb.review.annotate`
+    shows, with no widget. The arguments are those of :func:`~evalnb.review.annotate`.
+
+    ``draft`` is the reason typed for the shown sample; :meth:`record` saves it with the
+    verdict. A draft stays with its sample (and on disk) until it is saved; ``unsaved``
+    says whether the shown reason differs from the one saved. Moving away from a judged
+    sample whose reason was edited saves the new reason with the same verdict.
+    ``on_change`` callbacks run when another state of the same annotator saves.
+    """
+
+    def __init__(
+        self,
+        run: Run | str | os.PathLike[str],
+        annotator: str,
+        *,
+        where: Any = None,
+        check: str | None = None,
+        advance: bool = True,
+        compare: tuple[str, str] | None = None,
+    ):
+        if not isinstance(annotator, str) or not annotator.strip():
+            raise ArgumentError(
+                f"'annotator' must be a non-empty string (the reviewer's name); got {annotator!r}"
+            )
+        if not isinstance(advance, bool):
+            raise TypeError(f"'advance' must be True or False; got {advance!r}")
+        self.run = run if isinstance(run, Run) else load(run)
+        self.annotator = annotator.strip()
+        self.advance = advance
+        self.filters = Filters()
+        self.on_change: list[Callable[[], None]] = []
+        self._undo: list[tuple[int, int, str, dt.datetime | None]] = []
+        # Opened at the first verdict: a store reads its run's manifest, which holds the
+        # whole plan (megabytes for a large run), and the Run has read it once already.
+        self._stores: dict[str, VerdictStore] = {}
+        self._index = np.zeros(0, dtype=np.int64)
+        self._at = 0
+        self._reviewed = 0
+        if compare is not None:
+            if isinstance(compare, str) or len(compare) != 2:
+                raise ArgumentError(
+                    f"'compare' must be a pair of variant names such as ('v1', 'v2'); "
+                    f"got {compare!r}"
+                )
+            compare = (str(compare[0]), str(compare[1]))
+        self.compare = compare
+        self.queue = Queue(self.run, where, check, compare)
+        self._positions = self.queue.positions
+        self._load_verdicts()
+        self._books = {
+            run_id: _book(self.run.paths[run_id], self.annotator) for run_id in self.run.run_ids
+        }
+        peers = tuple(sorted(os.path.realpath(p) for p in self.run.paths.values()))
+        self._peers = _PEERS.setdefault((*peers, self.annotator), weakref.WeakSet())
+        self._peers.add(self)
+        self.select(self.filters)
+
+    def _load_verdicts(self) -> None:
+        """This annotator's latest verdicts, read fresh from disk (a review resumes)."""
+        self._verdict = np.full(len(self.queue.samples), _NONE, dtype=np.int8)
+        self._reason: dict[int, str] = {}
+        self._saved_at: dict[int, dt.datetime] = {}
+        history = verdict_history(list(self.run.paths.values()), annotator=self.annotator)
+        latest = latest_verdicts(history)
+        if latest.empty:
+            return
+        rows = self.queue.rows(latest)
+        found = rows >= 0
+        latest = latest[found]
+        rows = rows[found]
+        self._verdict[rows] = latest["verdict"].map(_CODES).to_numpy(dtype=np.int8)
+        self._reason.update(zip(rows.tolist(), latest["reason"].fillna(""), strict=True))
+        self._saved_at.update(zip(rows.tolist(), latest["created_at"], strict=True))
+
+    # -- the selection --------------------------------------------------------------------
+
+    @property
+    def variants(self) -> list[tuple[str, int]]:
+        """(name, code) of each variant queued, for :attr:`Filters.variant`."""
+        return self.queue.options("variant")
+
+    @property
+    def cases(self) -> list[tuple[str, int]]:
+        """(case id, code) of each case queued, for :attr:`Filters.case`."""
+        return self.queue.options("case_id")
+
+    def select(self, filters: Filters) -> None:
+        """Keep the samples ``filters`` lets through; stay on the shown sample if it is
+        kept, else go to the first one not reviewed."""
+        self._leave()
+        queue = self.queue
+        keep = np.ones(len(self._positions), dtype=bool)
+        if filters.variant >= 0:
+            keep &= queue.variant_codes == filters.variant
+        if filters.case >= 0:
+            keep &= queue.case_codes == filters.case
+        verdict = self._verdict[self._positions]
+        if filters.failing:
+            keep &= queue.failing
+        if filters.unreviewed:
+            keep &= verdict == _NONE
+        if filters.disagreements:
+            human_pass = verdict == _CODES["pass"]
+            human_fail = verdict == _CODES["fail"]
+            keep &= (human_pass & queue.check_fails) | (human_fail & queue.check_passes)
+        self.filters = filters
+        current = self.position
+        self._index = np.flatnonzero(keep)
+        self._reviewed = int((verdict[self._index] != _NONE).sum())
+        if current is not None:
+            at = int(np.searchsorted(self._index, current))
+            if at < len(self._index) and self._index[at] == current:
+                self._move(at)
+                return
+        first = self._find_unreviewed(0)
+        self._move(0 if first is None else first)
+
+    @property
+    def count(self) -> int:
+        """Samples in the selection."""
+        return len(self._index)
+
+    @property
+    def reviewed(self) -> int:
+        """Samples in the selection this annotator has given a verdict."""
+        return self._reviewed
+
+    @property
+    def at(self) -> int:
+        """Place (0-based) of the shown sample in the selection."""
+        return self._at
+
+    @property
+    def position(self) -> int | None:
+        """Position of the shown sample among all the queued samples (None when none)."""
+        if not len(self._index):
+            return None
+        return int(self._index[self._at])
+
+    @property
+    def current(self) -> SampleKey | None:
+        """The key of the shown sample (None when the selection is empty)."""
+        row = self._row()
+        return None if row is None else self.queue.key(row)
+
+    # -- moving: O(1) per move ------------------------------------------------------------
+
+    def go(self, at: int) -> None:
+        """Show the sample at place ``at`` (0-based) of the selection."""
+        if not isinstance(at, int | np.integer) or not 0 <= at < max(len(self._index), 1):
+            raise ArgumentError(
+                f"'at' must be between 0 and {max(len(self._index) - 1, 0)}; got {at!r}"
+            )
+        self._leave()
+        self._move(int(at))
+
+    def next(self) -> bool:
+        """Show the next sample of the selection; False when there is none."""
+        if self._at + 1 >= len(self._index):
+            return False
+        self._leave()
+        self._move(self._at + 1)
+        return True
+
+    def previous(self) -> bool:
+        """Show the previous sample of the selection; False when there is none."""
+        if self._at <= 0:
+            return False
+        self._leave()
+        self._move(self._at - 1)
+        return True
+
+    def skip(self) -> bool:
+        """Leave the shown sample without a verdict and show the next one not reviewed
+        (wrapping round); False when there is none other."""
+        found = self._find_unreviewed(self._at + 1)
+        if found is None:
+            found = self._find_unreviewed(0)
+        if found is None or found == self._at:
+            return False
+        self._leave()
+        self._move(found)
+        return True
+
+    def next_unreviewed(self) -> bool:
+        """Show the next sample without a verdict, wrapping round to the start; False when
+        every sample in the selection has one."""
+        found = self._find_unreviewed(self._at + 1)
+        if found is None:
+            found = self._find_unreviewed(0)
+        if found is None:
+            return False
+        self._leave()
+        self._move(found)
+        return True
+
+    def _move(self, at: int) -> None:
+        self._at = at
+
+    def _leave(self) -> None:
+        """Before moving away: an edited reason of a judged sample is saved with its
+        verdict (a draft of an unjudged sample stays a draft)."""
+        row = self._row()
+        if row is None or self._verdict[row] == _NONE or not self.unsaved:
+            return
+        self._save(row, VERDICTS[self._verdict[row]], self.draft.strip())
+
+    def _find_unreviewed(self, start: int) -> int | None:
+        # Look ahead a block at a time: the next unreviewed sample is nearly always close.
+        index, positions, verdict = self._index, self._positions, self._verdict
+        while start < len(index):
+            block = index[start : start + _SCAN]
+            free = np.flatnonzero(verdict[positions[block]] == _NONE)
+            if len(free):
+                return start + int(free[0])
+            start += _SCAN
+        return None
+
+    # -- the shown sample -----------------------------------------------------------------
+
+    def _row(self) -> int | None:
+        if not len(self._index):
+            return None
+        return int(self._positions[self._index[self._at]])
+
+    @property
+    def shown(self) -> SampleView | None:
+        """The shown sample as the reviewer reads it (None when the selection is empty)."""
+        row = self._row()
+        return None if row is None else self.queue.view(row)
+
+    @property
+    def partner(self) -> SampleView | None:
+        """With ``compare``: the other variant's sample of the shown case and repeat (None
+        without ``compare`` or when that sample is not in the run)."""
+        row = self._row()
+        other = None if row is None else self.queue.partner(row)
+        return None if other is None else self.queue.view(other)
+
+    def partner_verdict(self) -> str | None:
+        """This annotator's latest verdict on :attr:`partner` (None: none, or no partner)."""
+        row = self._row()
+        other = None if row is None else self.queue.partner(row)
+        code = _NONE if other is None else int(self._verdict[other])
+        return None if code == _NONE else VERDICTS[code]
+
+    def listing(self, search: str = "", sort: str = "order", limit: int = 200) -> pd.DataFrame:
+        """The samples of the selection as a list to jump from: one row per sample with
+        ``at`` (its place, for :meth:`go`), ``case_id``, ``variant``, ``repeat``,
+        ``status``, ``checks`` (``fail``: a check fails, ``pass``: every check passes,
+        ``unscored``, ``none``) and ``verdict`` (this annotator's, ``""`` when none).
+
+        ``search`` keeps the rows whose case, variant, status, checks or verdict contain it
+        (case-insensitive); ``sort`` is one of :data:`LIST_SORTS`; at most ``limit`` rows.
+        """
+        if sort not in LIST_SORTS:
+            options = ", ".join(repr(o) for o in LIST_SORTS)
+            raise ArgumentError(f"'sort' must be one of {options}; got {sort!r}")
+        queue, index = self.queue, self._index
+        rows = self._positions[index]
+        samples = queue.samples
+        verdict = self._verdict[rows]
+        frame = pd.DataFrame(
+            {
+                "at": np.arange(len(index)),
+                "case_id": samples["case_id"].to_numpy()[rows],
+                "variant": samples["variant"].to_numpy()[rows],
+                "repeat": samples["repeat"].to_numpy()[rows],
+                "status": samples["status"].to_numpy()[rows],
+                "checks": np.array(_OUTCOMES, dtype=object)[queue.outcome[index]],
+                "verdict": np.array([*VERDICTS, ""], dtype=object)[verdict],
+            }
+        )
+        if search.strip():
+            needle = search.strip().lower()
+            text = frame["case_id"].astype(str)
+            for column in ("variant", "status", "checks", "verdict"):
+                text = text + " " + frame[column].astype(str)
+            frame = frame[text.str.lower().str.contains(needle, regex=False).to_numpy()]
+        if sort == "checks":
+            # failing first: what a reviewer looks at first
+            rank = frame["checks"].map({o: i for i, o in enumerate(_OUTCOMES)})
+            frame = frame.assign(_rank=rank).sort_values(["_rank", "at"], kind="stable")
+            frame = frame.drop(columns="_rank")
+        elif sort != "order":
+            frame = frame.sort_values([sort, "at"], kind="stable", key=_text_key)
+        return frame.head(limit).reset_index(drop=True)
+
+    @property
+    def verdict(self) -> str | None:
+        """This annotator's latest verdict on the shown sample (None: none yet)."""
+        row = self._row()
+        code = _NONE if row is None else int(self._verdict[row])
+        return None if code == _NONE else VERDICTS[code]
+
+    @property
+    def reason(self) -> str:
+        """The reason saved with :attr:`verdict` (``""`` when none)."""
+        row = self._row()
+        return "" if row is None else self._reason.get(row, "")
+
+    @property
+    def saved_at(self) -> dt.datetime | None:
+        """When :attr:`verdict` was saved (UTC; None when there is none)."""
+        row = self._row()
+        return None if row is None else self._saved_at.get(row)
+
+    @property
+    def draft(self) -> str:
+        """The reason typed for the shown sample: its draft, else the reason saved."""
+        row = self._row()
+        if row is None:
+            return ""
+        typed = self._book(row).get(self._draft_key(row))
+        return self._reason.get(row, "") if typed is None else typed
+
+    @draft.setter
+    def draft(self, text: str) -> None:
+        row = self._row()
+        if row is None:
+            return
+        saved = self._reason.get(row, "")
+        keep = None if text.strip() == saved.strip() else text
+        self._book(row).put(self._draft_key(row), keep)
+
+    @property
+    def can_undo(self) -> bool:
+        """Whether :meth:`undo` has a verdict to take back."""
+        return bool(self._undo)
+
+    @property
+    def unsaved(self) -> bool:
+        """The shown reason differs from the one saved (no verdict: any text typed)."""
+        return self.draft.strip() != self.reason
+
+    @property
+    def draft_changed(self) -> bool:
+        """The shown sample has a verdict and ``draft`` differs from its saved reason."""
+        return self.verdict is not None and self.unsaved
+
+    def _draft_key(self, row: int) -> DraftKey:
+        key = self.queue.key(row)
+        return (key["run_id"], key["case_id"], key["variant"], key["repeat"])
+
+    def _book(self, row: int) -> DraftBook:
+        return self._books[str(self.queue.samples["run_id"].iat[row])]
+
+    # -- saving ---------------------------------------------------------------------------
+
+    def _store(self, run_id: str) -> VerdictStore:
+        store = self._stores.get(run_id)
+        if store is None:
+            store = self._stores[run_id] = VerdictStore(self.run.paths[run_id])
+        return store
+
+    def record(self, verdict: str) -> SampleKey | None:
+        """Save ``verdict`` (``pass``, ``fail`` or ``needs_review``) with ``draft`` as the
+        reason for the shown sample, and with ``advance`` move on to the next one.
+
+        Returns the key saved, or None when no sample is shown. The verdicts part is
+        written first: when writing fails (OSError) nothing changes.
+        """
+        if verdict not in _CODES:
+            options = ", ".join(repr(v) for v in VERDICTS)
+            raise ArgumentError(f"'verdict' must be one of {options}; got {verdict!r}")
+        row = self._row()
+        if row is None:
+            return None
+        before = (row, int(self._verdict[row]), self._reason.get(row, ""), self._saved_at.get(row))
+        key = self._save(row, verdict, self.draft.strip())
+        self._undo.append(before)
+        if self.advance:
+            self.next()
+        return key
+
+    def undo(self) -> Undone | None:
+        """Take back the last verdict given in this state and show its sample again.
+
+        The verdict the sample had before is saved again as a new verdict (the history
+        keeps both); a sample judged for the first time keeps the verdict taken back
+        until another is given. Returns what was done, or None when there is nothing to
+        undo.
+        """
+        if not self._undo:
+            return None
+        row, code, reason, _ = self._undo.pop()
+        undone = self._verdict[row]
+        key = self.queue.key(row)
+        restored = None if code == _NONE else VERDICTS[code]
+        if restored is not None:
+            self._save(row, restored, reason)
+        self._book(row).put(self._draft_key(row), None)
+        self._show(row)
+        return Undone(key, VERDICTS[undone], restored)
+
+    def _show(self, row: int) -> None:
+        """Show the sample at ``row`` of the samples: in the selection when it is there,
+        else in a selection with no filter."""
+        place = np.flatnonzero(self._positions[self._index] == row)
+        if not len(place):
+            self.select(Filters())
+            place = np.flatnonzero(self._positions[self._index] == row)
+        self._move(int(place[0]))
+
+    def _save(self, row: int, verdict: str, reason: str) -> SampleKey:
+        key = self.queue.key(row)
+        saved = self._store(key["run_id"]).save(
+            key["case_id"],
+            key["variant"],
+            key["repeat"],
+            annotator=self.annotator,
+            verdict=verdict,
+            reason=reason,
+        )
+        self._book(row).put(self._draft_key(row), None)
+        self._note(row, _CODES[verdict], reason, saved["created_at"])
+        self.run.forget("verdicts")
+        for peer in list(self._peers):
+            if peer is not self:
+                peer._heard(key, verdict, reason, saved["created_at"])
+        return key
+
+    def _note(self, row: int, code: int, reason: str, saved_at: dt.datetime) -> None:
+        if self._verdict[row] == _NONE and row in self._positions[self._index]:
+            self._reviewed += 1
+        self._verdict[row] = code
+        self._reason[row] = reason
+        self._saved_at[row] = saved_at
+
+    def _heard(self, key: SampleKey, verdict: str, reason: str, saved_at: dt.datetime) -> None:
+        """Another state of this annotator saved a verdict: know it, and redraw."""
+        rows = self.queue.rows(pd.DataFrame([key]))
+        if rows[0] >= 0:
+            self._note(int(rows[0]), _CODES[verdict], reason, saved_at)
+        for callback in list(self.on_change):
+            callback()
+
+
+def _text_key(column: pd.Series) -> pd.Series:
+    return column if column.name in ("at", "repeat") else column.astype(str)
+
+
+def _book(run_dir: str | os.PathLike[str], annotator: str) -> DraftBook:
+    where = (os.path.realpath(run_dir), annotator)
+    book = _DRAFTS.get(where)
+    if book is None:
+        book = _DRAFTS[where] = DraftBook(run_dir, annotator)
+    return book

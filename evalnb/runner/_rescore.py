@@ -1,0 +1,243 @@
+"""Score a stored run again, without calling the target.
+
+The new results go to ``scores/<label>/`` beside the old ones, never over them;
+``scoring.json`` is written last, so a half-written rescoring is never read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from evalnb import store
+from evalnb._exceptions import ArgumentError, CasesError, StoreError
+from evalnb._sync import run_sync
+from evalnb._types import Action, Case, Sample, ToolCall
+from evalnb.cases._files import file_sha256, load_cases
+from evalnb.checks import (
+    Check,
+    CheckSpec,
+    arun_checks,
+    build_check,
+    build_checks,
+    built_cases,
+    checks_for,
+)
+from evalnb.checks._judge import JUDGE
+from evalnb.targets import Target
+
+__all__ = ["ascore", "score"]
+
+_LABEL_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+def _samples(run_dir: Path) -> list[Sample]:
+    rows = store.read_table(run_dir, "samples").to_pylist()
+    for row in rows:
+        row["tool_calls"] = tuple(ToolCall(**c) for c in row["tool_calls"] or ())
+        for key in ("requested", "executed"):
+            row[key] = tuple(Action(**a) for a in row[key] or ())
+        if row["choice_order"] is not None:
+            row["choice_order"] = tuple(row["choice_order"])
+    return [Sample(**row) for row in rows]
+
+
+def _rebuilt(
+    spec: dict[str, Any], where: str, case: Case | None, given: set[str], lost: list[str]
+) -> Check | None:
+    """A check rebuilt from its recorded spec; None when a check of its name is ``given``
+    again or it cannot be rebuilt (then ``lost`` says which and why)."""
+    name = spec.get("name") or spec.get("type")
+    if name in given:
+        return None
+    try:
+        return build_check(spec, where=where, case=case)
+    except (ValueError, TypeError) as exc:
+        owner = f"of case {case.id!r}" if case is not None else "given to every case"
+        lost.append(f"{name!r} {owner} ({spec.get('function', spec.get('type'))}: {exc})")
+        return None
+
+
+def _from_manifest(
+    manifest: dict[str, Any], run_dir: Path, given: set[str], *, cases: bool
+) -> tuple[list[Case], list[Check]]:
+    """The manifest's cases (when ``cases``) and its checks given to every case, rebuilt.
+
+    A check that cannot be rebuilt (a callable given at run time, a module no longer
+    importable) is an error naming it, unless a check of that name is ``given`` again (it
+    then takes the check's place): a rescoring never drops a check silently."""
+    lost: list[str] = []
+    rebuilt = []
+    for item in manifest["cases"] if cases else ():
+        case = Case(**{**item, "checks": ()})
+        checks = [
+            _rebuilt(spec, f"checks[{i}]", case, given, lost)
+            for i, spec in enumerate(item["checks"])
+        ]
+        rebuilt.append(Case(**{**item, "checks": [c for c in checks if c is not None]}))
+    extra = [
+        _rebuilt(spec, f"extra_checks[{i}]", None, given, lost)
+        for i, spec in enumerate(manifest.get("extra_checks") or ())
+    ]
+    if lost:
+        more = f" and {len(lost) - 1} more" if len(lost) > 1 else ""
+        raise CasesError(
+            f"{run_dir}/manifest.json: the run has Python checks that cannot be rebuilt: "
+            f"{lost[0]}{more}; pass them again (checks=, --check, or cases=/--cases) to score"
+        )
+    return rebuilt, [c for c in extra if c is not None]
+
+
+async def ascore(
+    run_dir: str | os.PathLike[str],
+    *,
+    cases: Sequence[Case] | str | os.PathLike[str] | None = None,
+    checks: Iterable[CheckSpec] = (),
+    label: str | None = None,
+    judge: Target | None = None,
+    partial: bool = False,
+) -> str:
+    """Async form of :func:`score`, with the same parameters."""
+    run_dir = store.run_path(run_dir)
+    store.read_manifest(run_dir)  # not a run: say so before taking its lock
+    # Mistakes in the arguments are said before the lock is taken (nothing is touched).
+    if label is not None and (not set(label) <= _LABEL_CHARS or label == "run"):
+        raise ArgumentError(
+            f"'label' must use letters, digits, '-', '_' or '.' and not be 'run'; got {label!r}"
+        )
+    if isinstance(cases, str | os.PathLike):
+        load_cases(cases)  # a missing or bad file is a located error
+    # One writer at a time: a run still being written (or resumed) is not scored under it.
+    with store.RunLock(run_dir, "score"):
+        return await _score_locked(run_dir, cases, checks, label, judge, partial)
+
+
+async def _score_locked(
+    run_dir: Path,
+    cases: Sequence[Case] | str | os.PathLike[str] | None,
+    checks: Iterable[CheckSpec],
+    label: str | None,
+    judge: Target | None,
+    partial: bool,
+) -> str:
+    manifest = store.read_manifest(run_dir)
+    given = build_checks(checks)
+    names = {c.name for c in given}
+    source: dict[str, Any] = {"cases": "manifest"}
+    from_manifest, kept = _from_manifest(manifest, run_dir, names, cases=cases is None)
+    extra = (*given, *kept)
+    if cases is None:
+        cases = from_manifest
+    elif isinstance(cases, str | os.PathLike):
+        loaded = load_cases(cases)  # a missing or bad file is a located error
+        source = {"cases": str(cases), "sha256": file_sha256(cases)}
+        cases = loaded
+    else:
+        source = {"cases": "python"}
+    cases = built_cases(cases)
+    by_id = {case.id: case for case in cases}
+    by_case = {case.id: checks_for(case, extra, replace=True) for case in cases}
+    if judge is None and any(c.type == "judge" for checks in by_case.values() for c in checks):
+        raise ArgumentError("cases have 'judge' checks: pass judge=<target> (the judge model)")
+    label = label or f"score-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}"
+    if not set(label) <= _LABEL_CHARS or label == "run":
+        raise ArgumentError(
+            f"'label' must use letters, digits, '-', '_' or '.' and not be 'run'; got {label!r}"
+        )
+    folder = run_dir / "scores" / label
+    if folder.exists():
+        raise StoreError(
+            f"{folder}: a scoring labelled {label!r} exists already; choose a new label"
+        )
+    samples = _samples(run_dir)
+    planned = len((manifest.get("order") or {}).get("planned") or ())
+    status = manifest.get("status")
+    covers_all = status == "complete" and len(samples) >= planned
+    if not covers_all and not partial:
+        raise StoreError(
+            f"{run_dir}: the run is {status} with {len(samples)} of {planned} samples; a "
+            "scoring must cover every sample of a complete run: resume it first, or score "
+            "what is there with partial=True (--partial), which is never read by default"
+        )
+    missing = sorted({s.case_id for s in samples} - set(by_id))
+    if missing:
+        raise CasesError(f"the cases given lack ids the run has: {', '.join(missing)}")
+    (run_dir / "scores").mkdir(mode=0o700, exist_ok=True)
+    folder.mkdir(mode=0o700)
+    writer = store.RunWriter(run_dir)
+    token = JUDGE.set(judge)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            if isinstance(judge, contextlib.AbstractAsyncContextManager):
+                await stack.enter_async_context(judge)
+            batch: list[tuple[Sample, Any]] = []
+            for sample in samples:
+                results = await arun_checks(by_case[sample.case_id], sample)
+                batch.extend((sample, result) for result in results)
+                if len(batch) >= 5000:
+                    writer.write_checks(folder, batch)
+                    batch = []
+            if batch:
+                writer.write_checks(folder, batch)
+    finally:
+        JUDGE.reset(token)
+    store.write_json_atomic(
+        folder / "scoring.json",
+        {
+            "created_at": dt.datetime.now(dt.UTC).isoformat(),
+            **source,
+            "cases_definitions": [case.to_dict() for case in cases],
+            "extra_checks": [c.spec for c in extra],
+            "samples": len(samples),
+            "planned": planned,
+            "run_status": status,
+            "partial": not covers_all,
+        },
+    )
+    return label
+
+
+def score(
+    run_dir: str | os.PathLike[str],
+    *,
+    cases: Sequence[Case] | str | os.PathLike[str] | None = None,
+    checks: Iterable[CheckSpec] = (),
+    label: str | None = None,
+    judge: Target | None = None,
+    partial: bool = False,
+) -> str:
+    """Recompute the checks of a stored run, without calling the target, into
+    ``scores/<label>/`` beside the earlier results; return the label.
+
+    A scoring covers every sample of a complete run. A run still being written is refused
+    (its lock is held); an interrupted one too, unless ``partial=True``: such a scoring is
+    labelled partial and :func:`evalnb.load` reads it only when asked for by label.
+
+    Parameters:
+        run_dir: the run directory.
+        cases: a cases file or :class:`Case` objects whose checks to use; default: the
+            case definitions in the manifest. Their checks are rebuilt, a ``python`` check
+            by its import path; one that cannot be (a lambda given at run time) is an
+            error naming it, unless ``checks`` gives a check of that name again. The
+            checks the run gave every case are rebuilt the same way and kept.
+        checks: checks added to every case; one named like a case's check (or one the
+            run gave every case) takes its place.
+        label: the scoring's name (letters, digits, ``-``, ``_``, ``.``); default
+            ``score-<time>``. An existing label is refused.
+        judge: the target that answers ``judge`` checks.
+
+    ``evalnb.load`` reads the newest scoring unless told another (``scoring="run"``).
+
+    >>> score("runs/shop", cases="data/cases/shop-stricter.jsonl", label="stricter")
+    'stricter'
+    """
+    return cast(
+        str,
+        run_sync(
+            ascore(run_dir, cases=cases, checks=checks, label=label, judge=judge, partial=partial)
+        ),
+    )

@@ -1,0 +1,269 @@
+"""Human verdicts on samples: saved one part per click, read back as history or latest.
+
+A verdict is ``pass``, ``fail`` or ``needs_review`` with a short reason, given by one
+annotator to one sample. Each save is its own small Parquet part under ``verdicts/``,
+written to a temporary name, synced and renamed, so a kernel that dies loses nothing
+already clicked. Nothing is overwritten: the latest verdict per (sample, annotator)
+counts and the full history stays readable.
+
+Many small parts read slowly; :func:`compact_verdicts` merges them into one. It writes
+the merged part first and only then deletes the parts it merged, so a crash in between
+leaves every row twice rather than once missing; readers drop exact duplicate rows.
+
+>>> store = VerdictStore("runs/shop")                                   # doctest: +SKIP
+>>> store.save("order-status", "v1", 3, annotator="ana", verdict="fail",
+...            reason="promises a delivery date")                      # doctest: +SKIP
+>>> latest_verdicts("runs/shop")                                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalnb._exceptions import ArgumentError, StoreError
+from evalnb.store._lock import RunLock
+from evalnb.store._rundir import read_manifest, read_table, sample_keys
+from evalnb.store._schema import KEY, VERDICTS, VERDICTS_SCHEMA
+from evalnb.store._writer import RunWriter
+
+__all__ = [
+    "VERDICTS",
+    "VerdictStore",
+    "compact_verdicts",
+    "latest_verdicts",
+    "save_verdict",
+    "verdict_history",
+]
+
+_READ_ATTEMPTS = 5
+
+
+def _check_values(annotator: Any, verdict: Any, reason: Any) -> None:
+    if not isinstance(annotator, str) or not annotator.strip():
+        raise ArgumentError(f"'annotator' must be a non-empty string (a name); got {annotator!r}")
+    if verdict not in VERDICTS:
+        options = ", ".join(repr(v) for v in VERDICTS)
+        raise ArgumentError(f"'verdict' must be one of {options}; got {verdict!r}")
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError(f"'reason' must be a string or None; got {type(reason).__name__}")
+
+
+class VerdictStore:
+    """Saves verdicts into one run directory, one atomic part per save.
+
+    One store per panel (or script) is enough; several stores, in one process or in
+    many, may write to the same run at once: every part has a unique name.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike[str]):
+        self.run_dir = Path(run_dir)
+        self.run_id = str(read_manifest(self.run_dir).get("run_id") or self.run_dir.name)
+        folder = self.run_dir / "verdicts"
+        if not folder.is_dir():
+            folder.mkdir(mode=0o700)
+            os.chmod(folder, 0o700)
+        self._writer = RunWriter(self.run_dir)
+        self._last = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+    def _now(self) -> dt.datetime:
+        # Two clicks within one clock tick still get distinct, ordered times: the later
+        # one must win when the latest verdict is picked.
+        now = dt.datetime.now(dt.UTC)
+        if now <= self._last:
+            now = self._last + dt.timedelta(microseconds=1)
+        self._last = now
+        return now
+
+    def save(
+        self,
+        case_id: str,
+        variant: str,
+        repeat: int,
+        *,
+        annotator: str,
+        verdict: str,
+        reason: str | None = "",
+    ) -> dict[str, Any]:
+        """Write one verdict as its own part and return the row written.
+
+        The sample key is not looked up (the panel knows its samples exist); use
+        :func:`save_verdict` to have it checked.
+        """
+        _check_values(annotator, verdict, reason)
+        row = {
+            "run_id": self.run_id,
+            "case_id": str(case_id),
+            "variant": str(variant),
+            "repeat": int(repeat),
+            "annotator": annotator.strip(),
+            "verdict": verdict,
+            "reason": reason or "",
+            "created_at": self._now(),
+        }
+        self._writer.write_verdicts(pa.Table.from_pylist([row], schema=VERDICTS_SCHEMA))
+        return row
+
+
+def save_verdict(
+    run_dir: str | os.PathLike[str],
+    case_id: str,
+    variant: str,
+    repeat: int,
+    *,
+    annotator: str,
+    verdict: str,
+    reason: str | None = "",
+) -> dict[str, Any]:
+    """Save one verdict on an existing sample of the run in ``run_dir``.
+
+    >>> save_verdict("runs/shop", "order-status", "v1", 3, annotator="ana",
+    ...              verdict="pass", reason="names the order")      # doctest: +SKIP
+    """
+    _check_values(annotator, verdict, reason)
+    key = (str(case_id), str(variant), int(repeat))
+    if key not in sample_keys(run_dir):
+        raise ArgumentError(
+            f"no sample (case_id, variant, repeat) = {key!r} in {os.fspath(run_dir)}; "
+            "a verdict must name a stored sample"
+        )
+    store = VerdictStore(run_dir)
+    return store.save(*key, annotator=annotator, verdict=verdict, reason=reason)
+
+
+def _read(run_dir: Path) -> pa.Table:
+    """Every verdict row of one run, retried when a compaction removes a part mid-read."""
+    for attempt in range(_READ_ATTEMPTS):
+        try:
+            return read_table(run_dir, "verdicts")
+        except (FileNotFoundError, pa.ArrowException, OSError):
+            if attempt == _READ_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    frame = table.to_pandas()
+    for column in ("run_id", "case_id", "variant", "annotator", "verdict", "reason"):
+        frame[column] = frame[column].astype(object)
+    return frame
+
+
+def _dedupe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Drop rows stored twice (a compaction interrupted between write and delete)."""
+    return frame.drop_duplicates(VERDICTS_SCHEMA.names, keep="first", ignore_index=True)
+
+
+def verdict_history(
+    run_dir: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    annotator: str | None = None,
+) -> pd.DataFrame:
+    """Every verdict ever saved, oldest first, each once (columns of the verdicts schema).
+
+    ``run_dir`` may be several run directories; ``annotator`` keeps one person's.
+    """
+    paths = _paths(run_dir)
+    tables = [_read(path) for path in paths]
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    frame = _dedupe(_frame(table))
+    if annotator is not None:
+        frame = frame[frame["annotator"] == annotator]
+    return frame.sort_values("created_at", kind="stable", ignore_index=True)
+
+
+def latest_verdicts(
+    data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | pd.DataFrame,
+    *,
+    annotator: str | None = None,
+) -> pd.DataFrame:
+    """The verdict that counts per (sample, annotator): the latest saved.
+
+    ``data`` is a run directory, several, or a frame of verdict rows (``run.verdicts``).
+    Ties in ``created_at`` keep the row stored last.
+    """
+    if isinstance(data, pd.DataFrame):
+        missing = [c for c in (*KEY, "annotator", "verdict", "created_at") if c not in data]
+        if missing:
+            raise ArgumentError(f"'data' must hold verdict rows; missing columns {missing!r}")
+        frame = data
+        if annotator is not None:
+            frame = frame[frame["annotator"].astype(object) == annotator]
+        frame = frame.sort_values("created_at", kind="stable")
+    else:
+        frame = verdict_history(data, annotator=annotator)
+    identity = [*KEY, "annotator"]
+    return frame.drop_duplicates(identity, keep="last").reset_index(drop=True)
+
+
+def compact_verdicts(run_dir: str | os.PathLike[str]) -> Path | None:
+    """Merge every verdicts part of one run into a single part; no row is lost.
+
+    The merged part is written (temporary name, fsync, rename, directory fsync) before
+    any merged part is deleted, so a crash leaves either the old parts, or the old and
+    the merged ones (readers drop the duplicates). Parts saved while this runs are not
+    touched. Returns the merged part, or None when there was at most one part. Holds the
+    run's lock: a compaction during a run, or a second one, is refused.
+    """
+    run_dir = Path(run_dir)
+    with RunLock(run_dir, "compaction"):
+        return _compact(run_dir)
+
+
+def _compact(run_dir: Path) -> Path | None:
+    folder = run_dir / "verdicts"
+    for attempt in range(_READ_ATTEMPTS):
+        parts = sorted(folder.glob("part-*.parquet"))
+        if len(parts) <= 1:
+            return None
+        try:
+            table = _read_parts(parts)
+            break
+        except OSError:
+            # Another compaction removed a part after it was listed: list again.
+            if attempt == _READ_ATTEMPTS - 1:
+                raise StoreError(
+                    f"{folder}: parts kept disappearing while compacting; is another "
+                    "compaction running? Try again when it has finished"
+                ) from None
+    frame = _dedupe(_frame(table)).sort_values("created_at", kind="stable", ignore_index=True)
+    merged = pa.Table.from_pandas(frame, schema=VERDICTS_SCHEMA, preserve_index=False)
+    path = RunWriter(run_dir).write_verdicts(merged)
+    _fsync_dir(folder)
+    for part in parts:
+        with contextlib.suppress(FileNotFoundError):
+            part.unlink()
+    _fsync_dir(folder)
+    return path
+
+
+def _read_parts(parts: Sequence[Path]) -> pa.Table:
+    tables = [pq.read_table(part, schema=VERDICTS_SCHEMA) for part in parts]
+    return pa.concat_tables(tables)
+
+
+def _fsync_dir(folder: Path) -> None:
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def _paths(run_dir: Any) -> list[Path]:
+    if isinstance(run_dir, str | os.PathLike):
+        return [Path(run_dir)]
+    paths = [Path(p) for p in run_dir]
+    if not paths:
+        raise ArgumentError("'run_dir' must name at least one run directory; got none")
+    return paths

@@ -1,0 +1,73 @@
+"""Results read themselves in a notebook (verdict first) and stay tidy frames for code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from evalnb.analysis import compare, gate, load
+from evalnb.analysis._display import Result
+from tests.builders import write_run
+
+
+def run(tmp_path: Path) -> Path:
+    rows = [
+        {
+            "case_id": f"c{c}",
+            "variant": variant,
+            "repeat": r,
+            "answer": "costs $5 and $6",
+            "checks": {"ok": variant == "v2" or r == 0},
+        }
+        for c in range(12)
+        for variant in ("v1", "v2")
+        for r in range(3)
+    ]
+    return write_run(tmp_path / "run", rows)
+
+
+def test_compare_shows_its_verdict_first_and_keeps_its_columns(tmp_path: Path) -> None:
+    result = compare(load(run(tmp_path)), a="v1", b="v2")
+    assert isinstance(result, Result) and isinstance(result, pd.DataFrame)
+    assert {"verdict", "diff", "p_adjusted", "cases", "method"} <= set(result.columns)
+    shown = result._repr_html_()
+    first = shown.index("v2 better")
+    assert first < shown.index("<table")  # the verdict before the frame
+    assert "+66.7 pp" in shown and "p &lt; 0.001" in shown and "12 paired cases" in shown
+    assert "tex2jax_ignore" in shown
+    assert type(result[["verdict"]]) is pd.DataFrame  # derived frames are plain
+
+
+def test_gate_has_one_overall_line(tmp_path: Path) -> None:
+    result = gate(load(run(tmp_path)), {"min_rate": 0.9})
+    shown = result._repr_html_()
+    failed = int((~result["passed"]).sum())
+    assert failed >= 1 and f"FAIL</b>: {failed} of {len(result)} rules failed" in shown
+    assert shown.index("FAIL") < shown.index("<table")
+
+
+def test_displayed_frames_keep_dollar_signs_from_mathjax(tmp_path):
+    # Model text with two $ signs is typeset as maths by Jupyter unless marked.
+    from evalnb.analysis import _display as display
+    from evalnb.analysis import agreement, load, rates
+    from tests.builders import write_run
+
+    rows = [
+        {
+            "case_id": "costs $5 and $10",
+            "variant": v,
+            "repeat": r,
+            "answer": "$5 or $10",
+            "checks": {"c": r == 0},
+        }
+        for v in ("a", "b")
+        for r in range(2)
+    ]
+    run = load(write_run(tmp_path / "run", rows))
+    for shown in (run, rates(run, by=["case_id"]), agreement(run)):
+        html = shown._repr_html_()
+        assert display.NO_MATH.split()[0] in html.split(">")[0], type(shown)
+        assert shown is run or "$5" in html
+    # a frame derived by the user is a plain DataFrame again
+    assert type(rates(run)[["k", "n"]]) is pd.DataFrame

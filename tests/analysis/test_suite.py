@@ -1,0 +1,124 @@
+"""suite_rate(): the mean of per-case rates with an interval across cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
+
+from evalnb.analysis import load, suite_rate
+from tests.builders import counts_run
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("suite")
+    return counts_run(root / "shop", {"v1": [8, 7, 8, 10], "v2": [9, 10, 10, 10]}, 10)
+
+
+def test_suite_rate_is_the_mean_of_case_rates_with_an_interval_across_cases(shop: Path) -> None:
+    # few_cases=0 keeps the interval across cases for these 4 cases; by default fewer
+    # than 15 cases take the beta-binomial interval (issue 17, item 9; checked below).
+    with pytest.warns(UserWarning, match="fewer than 10 cases"):
+        out = suite_rate(load(shop), few_cases=0)
+    v1 = out[out["variant"] == "v1"].iloc[0]
+    rates = np.array([0.8, 0.7, 0.8, 1.0])
+    se = rates.std(ddof=1) / 2
+    assert v1["estimate"] == pytest.approx(0.825)
+    assert v1["se"] == pytest.approx(se)
+    assert (v1["cases"], v1["groups"], v1["repeats"], v1["samples"], v1["k"]) == (4, 4, 10, 40, 33)
+    # n_eff = p(1-p)/se^2 capped at 40 samples, shrunk by (z/t_3)^2 for so few cases;
+    # the interval is statsmodels' Wilson on that effective n
+    z, t = stats.norm.ppf(0.975), stats.t.ppf(0.975, 3)
+    n_eff = min(0.825 * 0.175 / se**2, 40) * (z / t) ** 2
+    low, high = proportion_confint(0.825 * n_eff, n_eff, alpha=0.05, method="wilson")
+    assert v1["n_eff"] == pytest.approx(n_eff)
+    assert (v1["low"], v1["high"]) == pytest.approx((low, high))
+    assert v1["design_effect"] == pytest.approx(se**2 / (0.825 * 0.175 / 40))
+    assert v1["basis"] == "across cases" and v1["method"] == "wilson"
+    # wider than the pooled Wilson (0.6805, 0.9125), which assumes independent samples
+    assert v1["low"] < 0.6805 and v1["high"] > 0.9125
+    assert out["low"].min() >= 0 and out["high"].max() <= 1
+    with pytest.warns(UserWarning, match="fewer than 10 cases"):
+        default = suite_rate(load(shop)).set_index("variant")
+    assert (default["method"] == "beta-binomial").all()
+    assert default.loc["v1", "note"].endswith("chosen: 4 cases (< 15)")
+    assert default.loc["v1", "estimate"] == pytest.approx(0.825)
+    assert np.isnan(default.loc["v1", "n_eff"])
+
+
+def test_no_spread_across_cases_is_not_certainty(tmp_path: Path) -> None:
+    # Before issue 17 this fell back to Wilson on all 120 samples pooled, (0.969, 1):
+    # anti-conservative, repeats of a case are not independent trials.
+    path = counts_run(tmp_path / "perfect", {"v": [10] * 12}, 10)
+    out = suite_rate(load(path), few_cases=0).iloc[0]
+    # n_eff = 12 groups, shrunk by (z / t_11)^2; statsmodels proportion_confint(n, n, "wilson")
+    n_eff = 12 * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, 11)) ** 2
+    expected = proportion_confint(n_eff, n_eff, method="wilson")
+    assert (out["low"], out["high"]) == pytest.approx((expected[0], 1.0))
+    assert out["n_eff"] == pytest.approx(n_eff)
+    assert out["basis"] == "across cases" and out["se"] == 0
+    assert "n_eff is the number of groups" in out["note"]
+    chosen = suite_rate(load(path)).iloc[0]
+    assert chosen["method"] == "beta-binomial" and chosen["high"] == 1.0
+    assert chosen["low"] < 0.969
+
+
+def test_cases_that_share_a_group_are_clustered(tmp_path: Path) -> None:
+    passes = [2, 3, 9, 8, 5, 6, 1, 2, 9, 10, 4, 5]
+    grouped = counts_run(
+        tmp_path / "g", {"v": passes}, 10, groups=[f"g{i // 2}" for i in range(12)]
+    )
+    alone = counts_run(tmp_path / "a", {"v": passes}, 10)
+    clustered = suite_rate(load(grouped)).iloc[0]
+    independent = suite_rate(load(alone)).iloc[0]
+    assert clustered["estimate"] == independent["estimate"]
+    assert (clustered["cases"], clustered["groups"]) == (12, 6)
+    # CR1: sum residuals within each group, G/(G-1) correction, over C^2
+    rates = np.array(passes) / 10
+    residual = rates - rates.mean()
+    sums = residual.reshape(6, 2).sum(axis=1)
+    assert clustered["se"] == pytest.approx(np.sqrt(6 / 5 * (sums**2).sum()) / 12)
+    assert independent["se"] == pytest.approx(rates.std(ddof=1) / np.sqrt(12))
+    assert clustered["se"] > independent["se"]  # pairs move together here
+
+
+def test_by_split_reports_dev_and_heldout_apart(tmp_path: Path) -> None:
+    from tests.builders import counts_rows, write_run
+
+    rows = counts_rows({"v": [5, 6, 7, 8]}, 10)
+    cases = [{"id": f"case-{i:02d}", "split": "dev" if i < 2 else "heldout"} for i in range(4)]
+    path = write_run(tmp_path / "split", rows, cases=cases)
+    with pytest.warns(UserWarning):
+        out = suite_rate(load(path), by=["variant", "split"])
+    assert out.set_index("split")["estimate"].to_dict() == pytest.approx(
+        {"dev": 0.55, "heldout": 0.75}
+    )
+    with pytest.raises(ValueError, match="'by' must not include 'case_id'"):
+        suite_rate(load(path), by=["variant", "case_id"])
+
+
+def test_coverage_simulation_30_cases_5_repeats() -> None:
+    """Seeded: the 95% suite interval covers the true mean 93-97% of the time."""
+    rng = np.random.default_rng(20240601)
+    experiments, cases, repeats = 1000, 30, 5
+    alpha, beta = 5.0, 2.0  # per-case true rates vary around a known mean
+    truth = alpha / (alpha + beta)
+    rates = rng.beta(alpha, beta, size=(experiments, cases))
+    outcome = rng.random((experiments, cases, repeats)) < rates[:, :, None]
+    frame = pd.DataFrame(
+        {
+            "experiment": np.repeat(np.arange(experiments), cases * repeats),
+            "case_id": np.tile(np.repeat(np.arange(cases), repeats), experiments),
+            "check": "ok",
+            "outcome": outcome.ravel(),
+        }
+    )
+    out = suite_rate(frame, by="experiment", check="ok")
+    assert len(out) == experiments and (out["cases"] == cases).all()
+    covered = ((out["low"] <= truth) & (truth <= out["high"])).mean()
+    assert 0.93 <= covered <= 0.97
