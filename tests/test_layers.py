@@ -9,7 +9,9 @@ interpreter shows what ``import evalnb`` and the runner's modules really load.
 from __future__ import annotations
 
 import ast
+import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -206,3 +208,67 @@ def test_a_public_analysis_name_loads_the_analysis_on_first_use() -> None:
     loaded = _loaded_after("import evalnb\nevalnb.rates")
     assert "evalnb.analysis" in loaded and "statsmodels" in loaded
     assert "matplotlib" not in loaded
+
+
+# -- the shape ------------------------------------------------------------------------------
+
+ROOT = PACKAGE.parent
+LONGEST = 100
+
+
+def test_no_function_is_over_100_lines() -> None:
+    # The whole def counts, its docstring included: a reader sees all of it.
+    long = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1})"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (node.end_lineno or node.lineno) - node.lineno + 1 > LONGEST
+    ]
+    assert long == []
+
+
+def _faces() -> list[str]:
+    return [
+        "evalnb",
+        *(f"evalnb.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()),
+    ]
+
+
+@pytest.mark.parametrize("face", _faces())
+def test_no_module_is_named_like_a_public_name(face: str) -> None:
+    # ``evalnb.analysis.compare`` must be the function: a module of that name would shadow
+    # it as soon as anything imported the module.
+    package = importlib.import_module(face)
+    folder = Path(package.__file__).parent
+    modules = {p.stem for p in folder.glob("*.py")} | {
+        p.name for p in folder.iterdir() if (p / "__init__.py").is_file()
+    }
+    public = set(getattr(package, "__all__", ()))
+    assert sorted(public & modules) == []
+
+
+def _listed(text: str, start: str) -> list[str]:
+    """The entries of a layout block: the lines indented two spaces under ``start``."""
+    lines = text.split(start, 1)[1].splitlines()[1:]
+    found = []
+    for line in lines:
+        if not line.startswith("  "):
+            break
+        entry = line.split()[0] if line.strip() and not line.startswith("   ") else ""
+        if entry:
+            found.append(entry.removesuffix("/").removesuffix(".py"))
+    return found
+
+
+def test_the_readme_layout_lists_the_tree_in_the_order_of_the_flow() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Layout", 1)[1]
+    listed = [e for e in _listed(block, "\nevalnb/\n") if e != "__init__"]
+    assert listed == TOP_LEVEL
+
+
+def test_the_architecture_page_lists_the_tree_in_the_order_of_the_flow() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([^`]+)` \|", text, re.M)
+    assert [r.removesuffix("/").removesuffix(".py") for r in rows] == TOP_LEVEL

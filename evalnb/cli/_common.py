@@ -56,7 +56,7 @@ def guarded(name: str, command: Callable[[], int], stderr: TextIO | None = None)
         with warnings.catch_warnings():
             warnings.showwarning = show
             return command()
-    except (EvalnbError, ValueError, TypeError) as exc:
+    except EvalnbError as exc:  # a mistake of the user's; anything else is a bug to see
         message = str(exc)
     except OSError as exc:  # a path that is missing, a folder, unwritable, a full disk...
         where = f"{exc.filename}: " if exc.filename else ""
