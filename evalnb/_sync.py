@@ -5,19 +5,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar, cast
 
 __all__ = ["run_sync"]
 
+T = TypeVar("T")
 
-def run_sync(coroutine: Any) -> Any:
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run ``coroutine`` on a private loop in a worker thread, from any synchronous code (a
     running loop here, as in Jupyter, is left untouched).
 
     Ctrl-C (a kernel interrupt) cancels the coroutine and waits for it to clean up; further
     Ctrl-Cs while it cleans up are ignored, so what finished is always saved.
     """
-    return _in_thread(coroutine)
+    return cast(T, _in_thread(coroutine))
 
 
 def _in_thread(coroutine: Any) -> Any:

@@ -173,7 +173,7 @@ def _cases_path(value: Any, base: Path) -> Path:
     # A packaged suite stays packaged; any other path is relative to the experiment file.
     if isinstance(value, str) and value.startswith(PREFIX):
         return resolve(value, ".jsonl")
-    return base / value
+    return Path(base, value)
 
 
 def load_experiment(path: str | os.PathLike[str]) -> Experiment:

@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 from evalnb._exceptions import ArgumentError, CasesError
 from evalnb._types import SPLITS, Case
@@ -188,7 +188,7 @@ def _validate_fields(item: Any) -> dict[str, Any]:
     for key, value in item.items():
         if key in _FIELD_CHECKS:
             _FIELD_CHECKS[key](value)
-    return item
+    return cast(dict[str, Any], item)
 
 
 def validate_defaults(raw: Any, *, base: Path | None = None) -> dict[str, Any]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import abc
 import copy
 import inspect
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeAlias, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeAlias, cast, runtime_checkable
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number
@@ -18,7 +18,9 @@ __all__ = [
     "CHECK_TIMEOUT",
     "THRESHOLD",
     "Check",
+    "CheckReturn",
     "CheckSpec",
+    "CheckValue",
     "FunctionCheck",
     "Outcome",
     "SpecCheck",
@@ -59,6 +61,14 @@ class Outcome:
     score: float | None = None
 
 
+#: What a check returns: None or True (fine), False or a problem message (failed), a score in
+#: [0, 1] (graded), :class:`Unscored` (does not apply) or an :class:`Outcome`.
+CheckValue: TypeAlias = bool | str | float | Unscored | Outcome | None
+
+#: A check's call gives a :data:`CheckValue`, or an awaitable of one (the judge's).
+CheckReturn: TypeAlias = CheckValue | Awaitable[CheckValue]
+
+
 #: The pass mark of a graded check without a ``threshold`` (DeepEval's default).
 THRESHOLD = 0.5
 
@@ -95,7 +105,7 @@ class Check(Protocol):
     @property
     def applies(self) -> bool: ...
 
-    def __call__(self, sample: Sample) -> Any: ...
+    def __call__(self, sample: Sample) -> CheckReturn: ...
 
 
 #: What may stand in a case's ``checks`` or a run's ``checks=``: a spec mapping
@@ -202,7 +212,7 @@ class SpecCheck(abc.ABC):
         return ""
 
     @abc.abstractmethod
-    def __call__(self, sample: Sample) -> Any:
+    def __call__(self, sample: Sample) -> CheckReturn:
         """None/True when fine; False, a problem string or Unscored otherwise."""
 
     def __repr__(self) -> str:
@@ -281,10 +291,11 @@ class FunctionCheck:
             self.spec["threshold"] = self.threshold
         self._takes_sample, _ = call_signature(function)
 
-    def __call__(self, sample: Sample) -> Any:
+    def __call__(self, sample: Sample) -> CheckReturn:
+        # A user's function may return anything: the runner checks the value it gets.
         if self._takes_sample:
-            return self.function(sample.answer or "", sample)
-        return self.function(sample.answer or "")
+            return cast(CheckReturn, self.function(sample.answer or "", sample))
+        return cast(CheckReturn, self.function(sample.answer or ""))
 
     def __repr__(self) -> str:
         return f"<FunctionCheck {self.name!r}>"

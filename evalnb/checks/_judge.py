@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextvars
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from evalnb._exceptions import ArgumentError, TargetError
 from evalnb._numbers import is_whole
@@ -73,7 +73,7 @@ def grade_of(reply: str, scale: int) -> int | None:
 
 def _scale(value: Any) -> str | int:
     if value == "pass_fail" or is_whole(value, 2, 100):
-        return value
+        return cast(str | int, value)
     raise ArgumentError("must be 'pass_fail' or a whole number of grades from 2 to 100")
 
 

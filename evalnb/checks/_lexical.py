@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import regex
 
@@ -37,7 +37,7 @@ def _flag(value: Any) -> bool:
 def _count(value: Any) -> int:
     if not is_whole(value, 0):
         raise ArgumentError("must be a whole number >= 0")
-    return value
+    return cast(int, value)
 
 
 def _pattern(value: Any) -> str:
@@ -46,7 +46,7 @@ def _pattern(value: Any) -> str:
         regex.compile(value)
     except regex.error as exc:
         raise ArgumentError(f"must be a valid regular expression ({exc})") from None
-    return value
+    return cast(str, value)
 
 
 class _Phrases(SpecCheck):
@@ -70,7 +70,7 @@ class Contains(_Phrases):
     required = {"text": _text}
 
     def label(self) -> str:
-        return self.values["text"]
+        return str(self.values["text"])
 
     def __call__(self, sample: Sample) -> str | None:
         if self._found(sample.answer or "", (self.values["text"],)):
@@ -163,7 +163,7 @@ class Regex(SpecCheck):
         self.timeout = self.values.get("timeout", REGEX_TIMEOUT)
 
     def label(self) -> str:
-        return self.values["pattern"]
+        return str(self.values["pattern"])
 
     def __call__(self, sample: Sample) -> str | None:
         try:

@@ -21,12 +21,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from evalnb._exceptions import ArgumentError
 from evalnb._types import Sample
 from evalnb.checks._base import (
     CHECK_TIMEOUT,
+    CheckReturn,
     SpecCheck,
     call_signature,
     register,
@@ -129,12 +130,13 @@ class PythonCheck(SpecCheck):
         )
 
     def label(self) -> str:
-        return self.values["function"]
+        return str(self.values["function"])
 
-    def __call__(self, sample: Sample) -> Any:
+    def __call__(self, sample: Sample) -> CheckReturn:
         kwargs = dict(self.values.get("args", {}))
         if self.reads_case:
             kwargs["case"] = self.bound_case()
+        # A user's function may return anything: the runner checks the value it gets.
         if self._takes_sample:
-            return self.function(sample.answer or "", sample, **kwargs)
-        return self.function(sample.answer or "", **kwargs)
+            return cast(CheckReturn, self.function(sample.answer or "", sample, **kwargs))
+        return cast(CheckReturn, self.function(sample.answer or "", **kwargs))

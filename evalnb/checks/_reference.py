@@ -184,7 +184,7 @@ class Numeric(_Reference):
         self.numbers = tuple(numbers)
 
     def label(self) -> str:
-        return self.values.get("which", "last")
+        return str(self.values.get("which", "last"))
 
     def __call__(self, sample: Sample) -> Outcome:
         found = find_numbers(sample.answer or "")

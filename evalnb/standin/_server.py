@@ -21,7 +21,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -101,7 +101,7 @@ def _check_int(body: Mapping[str, Any], key: str, low: int, high: int | None = N
     if not is_whole(value, low, high):
         bound = f"between {low} and {high}" if high is not None else f">= {low}"
         raise _Refusal(400, f"'{key}' must be a whole number {bound}; got {value!r}", param=key)
-    return value
+    return cast(int | None, value)
 
 
 def _check_messages(messages: Any) -> None:

@@ -378,8 +378,8 @@ class OpenAIChat:
         if response is not None and response.status == 429:
             asked = _retry_after(response)
             if asked is not None:
-                return asked
-        ceiling = min(self.max_backoff, self.backoff * 2**attempt)
+                return float(asked)
+        ceiling: float = min(self.max_backoff, self.backoff * 2**attempt)
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     async def _post(self, client: httpx.AsyncClient, content: bytes) -> _Reply:
