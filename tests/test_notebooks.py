@@ -1,6 +1,8 @@
-"""Every example notebook runs top to bottom in a fresh kernel against the stand-in;
-the quickstart reads top to bottom with no warning box, its verdict and gate visible."""
+"""Every example notebook runs top to bottom in a fresh kernel against the stand-in, and
+every cell that draws shows its figures (one per plot call, none lost after the first); the
+quickstart reads top to bottom with no warning box, its verdict and gate visible."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -41,16 +43,34 @@ def test_every_notebook_is_listed():
     assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(QUICK)
 
 
+#: A call that makes a figure: evalnb's plots and matplotlib's own.
+DRAWS = re.compile(
+    r"\bplot_(?:intervals|compare|agreement|latency|power|history)\(|\bplt\.subplots\("
+)
+
+
+def figures_drawn(source: str) -> int:
+    """How many figures a cell's code makes: its drawing calls, each as many times as the
+    ``for`` loop over a literal tuple or list around it runs."""
+    calls = len(DRAWS.findall(source))
+    loop = re.match(r"for \w+ in (\([^)]*\)|\[[^\]]*\]):", source)
+    return calls * len(ast.literal_eval(loop[1])) if loop else calls
+
+
 @pytest.mark.parametrize("name", sorted(QUICK))
 def test_notebook_runs_top_to_bottom(name, tmp_path):
     notebook = execute(NOTEBOOKS / name, QUICK[name], tmp_path)
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert errors == []
-    images = [
-        o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    shown = [
+        (i, sum("image/png" in o.get("data", {}) for o in c.get("outputs", [])))
+        for i, c in enumerate(notebook.cells)
+        if c.cell_type == "code"
     ]
+    expected = [(i, figures_drawn(notebook.cells[i].source)) for i, _ in shown]
+    assert shown == expected
     if name != "04_review.ipynb":
-        assert images, "each story shows at least one plot"
+        assert any(n for _, n in expected), "each story draws at least one plot"
 
 
 @pytest.mark.parametrize("name", sorted(QUICK))
