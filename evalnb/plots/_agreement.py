@@ -13,19 +13,22 @@ from matplotlib.collections import PolyCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.patheffects import withStroke
-from matplotlib.ticker import PercentFormatter
 
 from evalnb.plots import _base
 
 __all__ = ["plot_agreement"]
 
 _COLUMNS = ["case_id", "draws", "answered", "agreement", "mode_1_count", "mode_2_count"]
-# Segments of a bar, left to right: their share of the draws, and how strongly they are
-# drawn in the variant's colour. Draws without an answer are hatched, not coloured.
-_SEGMENTS = (("modal", 1.0), ("second", 0.5), ("other", 0.2))
+# Segments of a bar, left to right: their share of the draws, how strongly they are drawn
+# in the variant's colour, their key. Draws without an answer are hatched, not coloured.
+_SEGMENTS = (
+    ("modal", 1.0, "modal answer"),
+    ("second", 0.5, "second answer"),
+    ("other", 0.2, "other answers"),
+)
+_NO_ANSWER: dict[str, Any] = {"facecolor": "white", "hatch": "////", "edgecolor": _base.NEUTRAL}
 
 
-@_base.literal_text
 def plot_agreement(
     agreement: pd.DataFrame,
     ax: Axes | None = None,
@@ -44,103 +47,27 @@ def plot_agreement(
 
     >>> evalnb.plot_agreement(evalnb.agreement(run))    # doctest: +SKIP
     """
-    hint = "a frame from evalnb.agreement(run)"
-    frame = _base.require(agreement, _COLUMNS, "agreement", hint)
-    has_variant = "variant" in frame.columns
-    keys = ["case_id", "variant"] if has_variant else ["case_id"]
-    work = frame.assign(**{k: frame[k].astype(object).astype(str) for k in keys})
-    if not has_variant:
-        work = work.assign(variant="")
-    work = work.drop_duplicates(keys)
-    variants = _base.ordered(frame["variant"]) if has_variant else [""]
-    levels = _base.all_levels(frame["variant"]) if has_variant else [""]
-    palette = _base.colors_for(variants, levels, colors) if has_variant else {"": _base.PALETTE[0]}
+    frame = _base.require(agreement, _COLUMNS, "agreement", "a frame from evalnb.agreement(run)")
+    variants = _base.Variants.of(frame, colors)
+    work = variants.keyed(frame).drop_duplicates(variants.keys)
     cases = _base.ordered(frame["case_id"])
     if sort:
-        mean = work.groupby("case_id", sort=False)["agreement"].mean()
-        rank = {c: i for i, c in enumerate(cases)}
-        cases = sorted(cases, key=lambda c: (np.nan_to_num(mean.get(c, np.nan), nan=2.0), rank[c]))
-    positions = {case: i for i, case in enumerate(cases)}
-    offsets = dict(zip(variants, _base.dodge(len(variants)), strict=True))
-    height = 0.8 * _base.LINE / _base.row_inches(len(variants)) if len(variants) > 1 else 0.5
+        cases = _base.lowest_first(cases, work, "agreement")
 
-    per_row = _base.row_inches(len(variants))
-    ax = _base.new_axes(ax, _base.figure_height(len(cases), per_row), width=10.0)
-    for variant in variants:
+    ax = _base.new_axes(ax, _base.figure_height(len(cases), variants.row_inches), width=10.0)
+    y_of = {case: i for i, case in enumerate(cases)}
+    offsets = variants.offsets()
+    count = len(variants.names)
+    height = 0.8 * _base.LINE / variants.row_inches if count > 1 else 0.5
+    for variant in variants.names:
         rows = work[work["variant"] == variant].reset_index(drop=True)
-        y = np.array([positions[c] for c in rows["case_id"]], dtype=float) + offsets[variant]
-        draws = rows["draws"].to_numpy(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            first = rows["mode_1_count"].to_numpy(float) / draws
-            second = rows["mode_2_count"].to_numpy(float) / draws
-            answered = rows["answered"].to_numpy(float) / draws
-        shares = {"modal": first, "second": second, "other": answered - first - second}
-        left = np.zeros(len(rows))
-        color = palette[variant]
-        for name, alpha in _SEGMENTS:
-            width = np.nan_to_num(shares[name])
-            _bars(ax, y, left, width, height, f"{name}:{variant}", facecolor=color, alpha=alpha)
-            left = left + width
-        missing = np.nan_to_num(1 - answered)
-        _bars(
-            ax,
-            y,
-            left,
-            missing,
-            height,
-            f"no-answer:{variant}",
-            facecolor="white",
-            hatch="////",
-            edgecolor=_base.NEUTRAL,
-        )
-        if "agreement_min" in rows.columns:
-            minimum = rows["agreement_min"].to_numpy(float)
-            has_min = np.isfinite(minimum)
-            ax.vlines(
-                minimum[has_min],
-                y[has_min] - height * 0.75,
-                y[has_min] + height * 0.75,
-                color=_base.INK,
-                lw=2.0,
-                zorder=4,
-                gid="agreement-min",
-                # A white edge keeps the tick visible on the dark modal segment.
-                path_effects=[withStroke(linewidth=4, foreground="white")],
-            )
-        ink = _base.darker(color)
-        for row, height_at in zip(rows.itertuples(index=False), y, strict=True):
-            _base.note_right(ax, height_at, _note(row), ink)
+        y = np.array([y_of[c] for c in rows["case_id"]], dtype=float) + offsets[variant]
+        _draw_variant(ax, rows, y, height, variant, variants.colors[variant])
 
     _base.setup_rows(ax, list(range(len(cases))), _base.shorten_ids(cases, label_width))
     _base.clean(ax)
-    ax.set_xlim(0, 1.015)  # room for a minimum drawn at 100%
-    ax.set_xticks(np.linspace(0, 1, 6))
-    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    ax.set_xlabel("share of draws")
-    # One variant: the key in its colour; several: in grey, beside a patch per variant.
-    shade = palette[variants[0]] if len(variants) == 1 else _base.NEUTRAL
-    handles: list[Artist] = [
-        Patch(color=shade, alpha=1.0, label="modal answer"),
-        Patch(color=shade, alpha=0.5, label="second answer"),
-        Patch(color=shade, alpha=0.2, label="other answers"),
-    ]
-    if (work["answered"] < work["draws"]).any():
-        handles.append(
-            Patch(
-                facecolor="white",
-                edgecolor=_base.NEUTRAL,
-                hatch="////",
-                label="no canonical answer (incomplete, or not the expected form)",
-            )
-        )
-    if "agreement_min" in work.columns and work["agreement_min"].notna().any():
-        handles.append(
-            Line2D(
-                [], [], color=_base.INK, lw=2.0, marker="|", ms=10, ls="none", label="agreement_min"
-            )
-        )
-    named = [Patch(color=palette[v], label=v) for v in variants] if len(variants) > 1 else []
-    lines = _base.legend(ax, handles, named)
+    _base.percent_axis(ax, (0, 1.015), "share of draws")  # room for a minimum drawn at 100%
+    lines = _base.legend(ax, _key(work, variants), _named(variants))
     key = str(work["key"].iloc[0]) if "key" in work.columns and len(work) else "answer"
     _base.title(
         ax,
@@ -149,6 +76,69 @@ def plot_agreement(
         sub=f"compared: {key}; right: agreement, distinct answers, passes",
     )
     return ax
+
+
+def _draw_variant(
+    ax: Axes, rows: pd.DataFrame, y: np.ndarray, height: float, variant: str, color: str
+) -> None:
+    """One variant's bars: the answered segments, the draws without an answer, the minimum."""
+    draws = rows["draws"].to_numpy(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        first = rows["mode_1_count"].to_numpy(float) / draws
+        second = rows["mode_2_count"].to_numpy(float) / draws
+        answered = rows["answered"].to_numpy(float) / draws
+    shares = {"modal": first, "second": second, "other": answered - first - second}
+    left = np.zeros(len(rows))
+    for name, alpha, _ in _SEGMENTS:
+        width = np.nan_to_num(shares[name])
+        _bars(ax, y, left, width, height, f"{name}:{variant}", facecolor=color, alpha=alpha)
+        left = left + width
+    missing = np.nan_to_num(1 - answered)
+    _bars(ax, y, left, missing, height, f"no-answer:{variant}", **_NO_ANSWER)
+    if "agreement_min" in rows.columns:
+        minimum = rows["agreement_min"].to_numpy(float)
+        has_min = np.isfinite(minimum)
+        ax.vlines(
+            minimum[has_min],
+            y[has_min] - height * 0.75,
+            y[has_min] + height * 0.75,
+            color=_base.INK,
+            lw=2.0,
+            zorder=4,
+            gid="agreement-min",
+            # A white edge keeps the tick visible on the dark modal segment.
+            path_effects=[withStroke(linewidth=4, foreground="white")],
+        )
+    ink = _base.darker(color)
+    for row, height_at in zip(rows.itertuples(index=False), y, strict=True):
+        _base.note_right(ax, height_at, _note(row), ink)
+
+
+def _key(work: pd.DataFrame, variants: _base.Variants) -> list[Artist]:
+    """What the shades, the hatching and the tick mean.
+
+    One variant: the key in its colour; several: in grey, beside a patch per variant.
+    """
+    shade = variants.colors[variants.names[0]] if len(variants.names) == 1 else _base.NEUTRAL
+    handles: list[Artist] = [
+        Patch(color=shade, alpha=alpha, label=label) for _, alpha, label in _SEGMENTS
+    ]
+    if (work["answered"] < work["draws"]).any():
+        label = "no canonical answer (incomplete, or not the expected form)"
+        handles.append(Patch(**_NO_ANSWER, label=label))
+    if "agreement_min" in work.columns and work["agreement_min"].notna().any():
+        handles.append(
+            Line2D(
+                [], [], color=_base.INK, lw=2.0, marker="|", ms=10, ls="none", label="agreement_min"
+            )
+        )
+    return handles
+
+
+def _named(variants: _base.Variants) -> list[Patch]:
+    if len(variants.names) == 1:
+        return []
+    return [Patch(color=variants.colors[v], label=v) for v in variants.names]
 
 
 def _bars(

@@ -1,21 +1,26 @@
-"""What every plot shares: the palette, short case ids, new Axes, rows of a forest plot."""
+"""What every plot shares: the palette, short case ids, new Axes, rows of a forest plot.
+
+Text drawn from users' data (case ids, variant and check names) is made with
+``parse_math=False``, so a ``$`` in it is a dollar sign, not mathtext; each artist carries
+that itself, so no plot sets matplotlib's global settings, not even for a moment.
+"""
 
 from __future__ import annotations
 
 import contextvars
-import functools
 import io
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import PercentFormatter
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_whole
@@ -45,21 +50,6 @@ ELLIPSIS = "…"
 _OFFSCREEN = contextvars.ContextVar("evalnb_plots_offscreen", default=False)
 #: Inches per series inside a row: room for one line of small text.
 LINE = 0.16
-
-
-def literal_text(plot: Callable[..., Axes]) -> Callable[..., Axes]:
-    """``plot`` with its text taken literally: a case id like ``$x$`` is not mathtext.
-
-    Ids, variant and check names come from users' data; a pair of ``$`` in one would
-    otherwise be typeset as maths, or stop the drawing when it is not valid TeX.
-    """
-
-    @functools.wraps(plot)
-    def wrapper(*args: Any, **kwargs: Any) -> Axes:
-        with rc_context({"text.parse_math": False}):
-            return plot(*args, **kwargs)
-
-    return wrapper
 
 
 def variant_colors(variants: Iterable[Any]) -> dict[str, str]:
@@ -246,6 +236,52 @@ def colors_for(
     return {v: colors[v] for v in variants}
 
 
+@dataclass(frozen=True)
+class Variants:
+    """The variants a frame holds: their order, every level they can take, a colour each."""
+
+    names: list[str]
+    levels: list[str]
+    colors: dict[str, str]
+    #: False for a frame without a ``variant`` column: one unnamed variant, ``""``.
+    present: bool = True
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, colors: Mapping[str, str] | None) -> Variants:
+        if "variant" not in frame.columns:
+            return cls([""], [""], {"": PALETTE[0]}, present=False)
+        names, levels = ordered(frame["variant"]), all_levels(frame["variant"])
+        return cls(names, levels, colors_for(names, levels, colors))
+
+    @property
+    def keys(self) -> list[str]:
+        """The columns that name one row: the case, and its variant when there are variants."""
+        return ["case_id", "variant"] if self.present else ["case_id"]
+
+    @property
+    def row_inches(self) -> float:
+        return row_inches(len(self.names))
+
+    def offsets(self) -> dict[str, float]:
+        """Each variant's vertical offset inside a row (see :func:`dodge`)."""
+        return dict(zip(self.names, dodge(len(self.names)), strict=True))
+
+    def keyed(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with its keys as text, and a ``variant`` column of ``""`` if it had none."""
+        work = frame.assign(**{k: frame[k].astype(object).astype(str) for k in self.keys})
+        return work if self.present else work.assign(variant="")
+
+
+def lowest_first(cases: Sequence[str], work: pd.DataFrame, column: str) -> list[str]:
+    """``cases`` by their mean ``column`` in ``work``, lowest first (the cases to look at).
+
+    Cases without a value go last; ties keep the order of ``cases``.
+    """
+    mean = work.groupby("case_id", sort=False)[column].mean()
+    rank = {c: i for i, c in enumerate(cases)}
+    return sorted(cases, key=lambda c: (np.nan_to_num(mean.get(c, np.nan), nan=2.0), rank[c]))
+
+
 def row_inches(count: int) -> float:
     """Height of one row holding ``count`` series, each with a line of small text beside it."""
     return max(0.34, LINE * count + 0.2)
@@ -261,7 +297,7 @@ def setup_rows(
     ax: Axes, positions: Sequence[float], labels: Sequence[str], *, header: int = 0
 ) -> None:
     """Row labels top to bottom; the first ``header`` rows (summaries) in bold, set apart."""
-    ax.set_yticks(list(positions), list(labels))
+    ax.set_yticks(list(positions), list(labels), parse_math=False)
     for tick in ax.get_yticklabels()[:header]:
         tick.set_fontweight("bold")
     ax.tick_params(axis="y", length=0)
@@ -272,6 +308,46 @@ def setup_rows(
         below = (positions[header - 1] + positions[header]) / 2
         ax.axhspan(top, below, color="#f0f0f0", zorder=0, lw=0, gid="summary-band")
         ax.axhline(below, color=NEUTRAL, lw=0.8, zorder=1, gid="summary-rule")
+
+
+def intervals(
+    ax: Axes, y: Any, low: Any, high: Any, color: Any, gid: str, *, summary: bool = False
+) -> None:
+    """Horizontal interval lines; thicker for a summary row."""
+    ax.hlines(y, low, high, color=color, lw=3.4 if summary else 2.2, zorder=2, gid=gid)
+
+
+def estimates(
+    ax: Axes,
+    x: Any,
+    y: Any,
+    color: Any,
+    gid: str,
+    *,
+    marker: str = "o",
+    summary: bool = False,
+) -> None:
+    """Point estimates on top of their intervals, edged in white; larger for a summary row."""
+    ax.plot(
+        x,
+        y,
+        ls="none",
+        marker=marker,
+        ms=8.5 if summary else 6,
+        color=color,
+        mec="white",
+        mew=0.8 if summary else 0.6,
+        zorder=3,
+        gid=gid,
+    )
+
+
+def percent_axis(ax: Axes, limits: tuple[float, float], label: str) -> None:
+    """An x axis of shares from 0% to 100% in steps of 20, within ``limits``."""
+    ax.set_xlim(*limits)
+    ax.set_xticks(np.linspace(0, 1, 6))
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_xlabel(label, parse_math=False)
 
 
 def clean(ax: Axes, grid: Literal["both", "x", "y"] = "x") -> None:
@@ -299,6 +375,7 @@ def note_right(
         fontweight=weight,
         annotation_clip=False,
         gid=gid,
+        parse_math=False,
     )
 
 
@@ -318,7 +395,7 @@ def legend(ax: Axes, *groups: Sequence[Any], columns: int | None = None) -> int:
     rows = len(cells) // columns
     # The legend fills column by column; this order makes it read line by line.
     handles = [cells[r * columns + c] for c in range(columns) for r in range(rows)]
-    ax.legend(
+    drawn = ax.legend(
         handles=handles,
         loc="lower left",
         bbox_to_anchor=(0, 1.0),
@@ -329,6 +406,8 @@ def legend(ax: Axes, *groups: Sequence[Any], columns: int | None = None) -> int:
         handlelength=1.6,
         columnspacing=1.4,
     )
+    for text in drawn.get_texts():
+        text.set_parse_math(False)
     return rows
 
 
@@ -350,9 +429,10 @@ def title(ax: Axes, text: str, *, legend_lines: int = 0, sub: str | None = None)
             fontsize="small",
             color=NEUTRAL,
             gid="subtitle",
+            parse_math=False,
         )
         pad += 11 * (sub.count("\n") + 1) + 3
-    ax.set_title(text, loc="left", pad=pad, fontsize="medium", fontweight="bold")
+    ax.set_title(text, loc="left", pad=pad, fontsize="medium", fontweight="bold", parse_math=False)
 
 
 def plural(count: int, word: str) -> str:

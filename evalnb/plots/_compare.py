@@ -18,9 +18,10 @@ __all__ = ["plot_compare"]
 
 _SUMMARY = ["a", "b", "cases", "diff", "low", "high", "level", "verdict"]
 _CASES = ["case_id", "k_a", "n_a", "k_b", "n_b", "diff", "paired"]
+#: Row of the first case: the mean difference is row 0, set apart by half a row.
+_START = 1.5
 
 
-@_base.literal_text
 def plot_compare(
     summary: pd.DataFrame,
     cases: pd.DataFrame | None = None,
@@ -44,6 +45,29 @@ def plot_compare(
 
     >>> evalnb.plot_compare(evalnb.compare(run), evalnb.compare_cases(run))  # doctest: +SKIP
     """
+    summary, check = _one_comparison(summary, check)
+    row = summary.iloc[0]
+    a, b = str(row["a"]), str(row["b"])
+    cases = _case_rows(cases, check, sort)
+    palette = _base.colors_for([a, b], [a, b], colors)
+
+    ax = _base.new_axes(ax, _base.figure_height(len(cases) + _START, 0.3, extra=1.9))
+    ax.axvline(0, color=_base.INK, lw=1.0, zorder=1, gid="zero")
+    y = _START + np.arange(len(cases))
+    handles = _draw_cases(ax, cases, y, palette, a, b)
+    _draw_mean(ax, summary, palette, a, b)
+
+    labels = [f"Mean difference ({_base.plural(int(row['cases']), 'case')})"]
+    labels += _base.shorten_ids(cases["case_id"].tolist(), label_width)
+    _base.setup_rows(ax, [0.0, *y], labels, header=1)
+    _base.clean(ax)
+    _difference_axis(ax, row, cases, palette)
+    lines = _base.legend(ax, handles)
+    _base.title(ax, _headline(row, a, b), legend_lines=lines, sub=_details(row, check))
+    return ax
+
+
+def _one_comparison(summary: pd.DataFrame, check: str | None) -> tuple[pd.DataFrame, str | None]:
     hint = "a frame from evalnb.compare(run)"
     summary = _base.require(summary, _SUMMARY, "summary", hint)
     summary, check = _base.pick_check(summary, check, "summary")
@@ -57,26 +81,18 @@ def plot_compare(
             f"'summary' must hold one comparison; got {len(summary)} rows (compare without "
             "by=, or pass one row of it)"
         )
-    row = summary.iloc[0]
-    a, b = str(row["a"]), str(row["b"])
-    if cases is not None:
-        cases = _base.require(cases, _CASES, "cases", "a frame from evalnb.compare_cases(run)")
-        cases, _ = _base.pick_check(cases, check if "check" in cases.columns else None, "cases")
-        cases = _case_rows(cases, sort)
-    else:
-        cases = pd.DataFrame(columns=_CASES)
-    palette = _base.colors_for([a, b], [a, b], colors)
+    return summary, check
 
-    ax = _base.new_axes(ax, _base.figure_height(len(cases) + 1.5, 0.3, extra=1.9))
-    start = 1.5
-    ticks = [0.0, *(start + np.arange(len(cases)))]
-    labels = [f"Mean difference ({_base.plural(int(row['cases']), 'case')})"]
-    labels += _base.shorten_ids(cases["case_id"].tolist(), label_width)
-    ax.axvline(0, color=_base.INK, lw=1.0, zorder=1, gid="zero")
 
+def _draw_cases(
+    ax: Axes, cases: pd.DataFrame, y: np.ndarray, palette: Mapping[str, str], a: str, b: str
+) -> list[Line2D]:
+    """A stem and a marker per paired case, coloured by who did better; counts beside.
+
+    Returns the legend's handles: one per colour drawn.
+    """
     paired = cases["paired"].to_numpy(bool)
     diff = cases["diff"].to_numpy(float)
-    y = start + np.arange(len(cases))
     groups = [
         ("b-better", diff > 0, palette[b], f"{b} better (B)"),
         ("a-better", diff < 0, palette[a], f"{a} better (A)"),
@@ -98,18 +114,7 @@ def plot_compare(
             zorder=2,
             gid=f"case-stem:{name}",
         )
-        ax.plot(
-            diff[chosen],
-            y[chosen],
-            ls="none",
-            marker="o",
-            ms=6,
-            color=color,
-            mec="white",
-            mew=0.6,
-            zorder=3,
-            gid=f"case-diff:{name}",
-        )
+        _base.estimates(ax, diff[chosen], y[chosen], color, f"case-diff:{name}")
     for case, height in zip(cases.itertuples(index=False), y, strict=True):
         if case.paired:
             text = f"{int(case.k_a)}/{int(case.n_a)} → {int(case.k_b)}/{int(case.n_b)}"
@@ -120,38 +125,37 @@ def plot_compare(
                 else f"only {a if case.n_a else b} has scored samples"
             )
         _base.note_right(ax, height, text, _base.NEUTRAL if not case.paired else _base.INK)
+    return handles
 
+
+def _draw_mean(ax: Axes, summary: pd.DataFrame, palette: Mapping[str, str], a: str, b: str) -> None:
+    """The top row: the mean difference and its interval in the verdict's colour, the rates."""
+    row = summary.iloc[0]
     verdict = str(row["verdict"])
     tint = {"B better": palette[b], "A better": palette[a]}.get(verdict, _base.NEUTRAL)
     if np.isfinite(row["diff"]):
         low, high = float(row["low"]), float(row["high"])
         if np.isfinite(low) and np.isfinite(high):
-            ax.hlines(0, low, high, color=tint, lw=3.4, zorder=2, gid="mean-interval")
-        ax.plot(
-            row["diff"],
-            0,
-            ls="none",
-            marker="D",
-            ms=8.5,
-            color=tint,
-            mec="white",
-            mew=0.8,
-            zorder=3,
-            gid="mean-diff",
-        )
+            _base.intervals(ax, 0, low, high, tint, "mean-interval", summary=True)
+        _base.estimates(ax, row["diff"], 0, tint, "mean-diff", marker="D", summary=True)
     rates = ""
     if "rate_a" in summary.columns and "rate_b" in summary.columns:
         rates = f"{_base.percent(row['rate_a'])} → {_base.percent(row['rate_b'])}"
     _base.note_right(ax, 0, rates, _base.INK, weight="bold", gid="suite-note")
 
-    _base.setup_rows(ax, ticks, labels, header=1)
-    _base.clean(ax)
-    reach = np.nanmax(np.abs(np.r_[diff[paired], row["diff"], row["low"], row["high"], 0.05]))
+
+def _difference_axis(
+    ax: Axes, row: pd.Series, cases: pd.DataFrame, palette: Mapping[str, str]
+) -> None:
+    """A symmetric x axis in points around zero, an arrow under each end saying who is better."""
+    a, b = str(row["a"]), str(row["b"])
+    diff = cases["diff"].to_numpy(float)[cases["paired"].to_numpy(bool)]
+    reach = np.nanmax(np.abs(np.r_[diff, row["diff"], row["low"], row["high"], 0.05]))
     reach = min(1.0, math.ceil(reach * 1.15 * 20) / 20) if np.isfinite(reach) else 1.0
     ax.set_xlim(-reach - 0.02, reach + 0.02)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10], symmetric=True))
     ax.xaxis.set_major_formatter(FuncFormatter(_points))
-    ax.set_xlabel(f"{b} − {a}: difference in pass rate, percentage points")
+    ax.set_xlabel(f"{b} − {a}: difference in pass rate, percentage points", parse_math=False)
     for x, side, where, name in ((0, "left", "a", a), (1, "right", "b", b)):
         arrow = f"← {name} better" if where == "a" else f"{name} better →"
         ax.annotate(
@@ -165,13 +169,16 @@ def plot_compare(
             fontsize="small",
             color=_base.darker(palette[name]),
             gid=f"direction:{where}",
+            parse_math=False,
         )
-    lines = _base.legend(ax, handles)
-    _base.title(ax, _headline(row, a, b), legend_lines=lines, sub=_details(row, check))
-    return ax
 
 
-def _case_rows(cases: pd.DataFrame, sort: bool) -> pd.DataFrame:
+def _case_rows(cases: pd.DataFrame | None, check: str | None, sort: bool) -> pd.DataFrame:
+    """One row per case (none without ``cases``), the paired ones by gain of B if ``sort``."""
+    if cases is None:
+        return pd.DataFrame(columns=_CASES)
+    cases = _base.require(cases, _CASES, "cases", "a frame from evalnb.compare_cases(run)")
+    cases, _ = _base.pick_check(cases, check if "check" in cases.columns else None, "cases")
     cases = cases.assign(case_id=cases["case_id"].astype(object).astype(str))
     cases = cases.assign(paired=cases["paired"].astype(bool))
     if cases["case_id"].duplicated().any():

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
-from matplotlib.ticker import PercentFormatter
 
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis._suite import suite_rate
@@ -19,9 +18,9 @@ from evalnb.plots import _base
 __all__ = ["plot_intervals"]
 
 _HINT = "a frame from evalnb.rates(run), one row per case and variant"
+_COLUMNS = ["case_id", "k", "n", "estimate", "low", "high"]
 
 
-@_base.literal_text
 def plot_intervals(
     rates: pd.DataFrame,
     ax: Axes | None = None,
@@ -45,18 +44,42 @@ def plot_intervals(
 
     >>> evalnb.plot_intervals(evalnb.rates(run), suite=evalnb.suite_rate(run))  # doctest: +SKIP
     """
-    columns = ["case_id", "k", "n", "estimate", "low", "high"]
-    frame = _base.require(rates, columns, "rates", _HINT)
-    frame, check = _base.pick_check(frame, check, "rates")
-    has_variant = "variant" in frame.columns
-    variants = _base.ordered(frame["variant"]) if has_variant else [""]
-    levels = _base.all_levels(frame["variant"]) if has_variant else [""]
-    palette = _base.colors_for(variants, levels, colors) if has_variant else {"": _base.PALETTE[0]}
-    markers = _base.variant_markers(levels)
-    keys = ["case_id", "variant"] if has_variant else ["case_id"]
-    work = frame.assign(**{k: frame[k].astype(object).astype(str) for k in keys})
-    if not has_variant:
-        work = work.assign(variant="")
+    frame, check = _base.pick_check(_base.require(rates, _COLUMNS, "rates", _HINT), check, "rates")
+    variants = _base.Variants.of(frame, colors)
+    work = _one_row_each(frame, variants)
+    cases = _base.ordered(frame["case_id"])
+    if sort:
+        cases = _base.lowest_first(cases, work, "estimate")
+    header = _suite_rows(suite, frame, check, variants)
+    start = 0.0 if header is None else 1.5
+
+    ax = _base.new_axes(ax, _base.figure_height(len(cases) + start, variants.row_inches))
+    y_of = {case: start + i for i, case in enumerate(cases)}
+    offsets = variants.offsets()
+    markers = _base.variant_markers(variants.levels)
+    for variant in variants.names:
+        rows = work[work["variant"] == variant]
+        y = np.array([y_of[c] for c in rows["case_id"]]) + offsets[variant]
+        color = variants.colors[variant]
+        _draw_cases(ax, rows, y, variant, color, markers[variant])
+        if header is not None:
+            _draw_suite(ax, header, variant, offsets[variant], color, markers[variant])
+
+    labels = _base.shorten_ids(cases, label_width)
+    if header is None:
+        _base.setup_rows(ax, list(y_of.values()), labels)
+    else:
+        suite_label = f"Suite: mean of {_base.plural(int(header['cases'].max()), 'case')}"
+        _base.setup_rows(ax, [0.0, *y_of.values()], [suite_label, *labels], header=1)
+    _base.clean(ax)
+    _base.percent_axis(ax, (-0.02, 1.02), "pass rate (passed / scored)")
+    _label(ax, frame, check, header, variants, markers)
+    return ax
+
+
+def _one_row_each(frame: pd.DataFrame, variants: _base.Variants) -> pd.DataFrame:
+    work = variants.keyed(frame)
+    keys = variants.keys
     duplicated = work.duplicated(keys)
     if duplicated.any():
         raise ArgumentError(
@@ -64,82 +87,47 @@ def plot_intervals(
             f"{work.loc[duplicated, keys].iloc[0].tolist()!r} appears more than once "
             "(rate by=('variant', 'case_id'), or filter the frame first)"
         )
-    cases = _case_order(work, frame, sort)
-    header = _suite_rows(suite, frame, check, has_variant, variants)
+    return work
 
-    per_row = _base.row_inches(len(variants))
-    ax = _base.new_axes(
-        ax, _base.figure_height(len(cases) + (1.5 if header is not None else 0), per_row)
-    )
-    positions = {case: i for i, case in enumerate(cases)}
-    start = 0.0
-    labels: list[str] = []
-    ticks: list[float] = []
-    if header is not None:
-        start = 1.5
-        ticks.append(0.0)
-        labels.append(f"Suite: mean of {_base.plural(int(header['cases'].max()), 'case')}")
-    ticks += [start + i for i in range(len(cases))]
-    labels += _base.shorten_ids(cases, label_width)
-    offsets = dict(zip(variants, _base.dodge(len(variants)), strict=True))
 
-    handles = []
-    for variant in variants:
-        color = palette[variant]
-        ink = _base.darker(color)
-        rows = work[work["variant"] == variant]
-        y = np.array([start + positions[c] for c in rows["case_id"]]) + offsets[variant]
-        scored = rows["n"].to_numpy() > 0
-        ax.hlines(
-            y[scored],
-            rows["low"].to_numpy(float)[scored],
-            rows["high"].to_numpy(float)[scored],
-            color=color,
-            lw=2.2,
-            zorder=2,
-            gid=f"interval:{variant}",
-        )
-        ax.plot(
-            rows["estimate"].to_numpy(float)[scored],
-            y[scored],
-            ls="none",
-            marker=markers[variant],
-            ms=6,
-            color=color,
-            mec="white",
-            mew=0.6,
-            zorder=3,
-            gid=f"estimate:{variant}",
-        )
-        for row, height in zip(rows.itertuples(index=False), y, strict=True):
-            _base.note_right(ax, height, _counts(row), ink)
-        if header is not None:
-            _draw_suite(ax, header, variant, offsets[variant], color, markers[variant])
-        if has_variant:
-            handles.append(
-                Line2D(
-                    [], [], color=color, lw=2.2, marker=markers[variant], mec="white", label=variant
-                )
-            )
+def _draw_cases(
+    ax: Axes, rows: pd.DataFrame, y: np.ndarray, variant: str, color: str, marker: str
+) -> None:
+    """One variant's rows: interval and estimate where something was scored, counts beside."""
+    scored = rows["n"].to_numpy() > 0
+    low, high = rows["low"].to_numpy(float), rows["high"].to_numpy(float)
+    _base.intervals(ax, y[scored], low[scored], high[scored], color, f"interval:{variant}")
+    estimate = rows["estimate"].to_numpy(float)[scored]
+    _base.estimates(ax, estimate, y[scored], color, f"estimate:{variant}", marker=marker)
+    ink = _base.darker(color)
+    for row, height in zip(rows.itertuples(index=False), y, strict=True):
+        _base.note_right(ax, height, _counts(row), ink)
 
-    _base.setup_rows(ax, ticks, labels, header=1 if header is not None else 0)
-    _base.clean(ax)
-    ax.set_xlim(-0.02, 1.02)
-    ax.set_xticks(np.linspace(0, 1, 6))
-    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    ax.set_xlabel("pass rate (passed / scored)")
+
+def _label(
+    ax: Axes,
+    frame: pd.DataFrame,
+    check: str | None,
+    header: pd.DataFrame | None,
+    variants: _base.Variants,
+    markers: dict[str, str],
+) -> None:
+    """The legend of variants (when there are variants) and the title naming the intervals."""
+    handles = [
+        Line2D([], [], color=variants.colors[v], lw=2.2, marker=markers[v], mec="white", label=v)
+        for v in variants.names
+        if variants.present
+    ]
     level = _first(frame, "level")
     method = _first(frame, "method")
     what = f"{level * 100:g}% {_METHODS.get(method, method)} intervals" if level else "intervals"
     lines = _base.legend(ax, handles)
-    sub = f"{what}; right: passed/scored" + _suite_basis(header)
     _base.title(
         ax,
         f"Pass rate per case, check {check!r}" if check else "Pass rate per case",
         legend_lines=lines,
-        sub=sub,
+        sub=f"{what}; right: passed/scored" + _suite_basis(header),
     )
-    return ax
 
 
 _METHODS = {
@@ -154,16 +142,6 @@ def _first(frame: pd.DataFrame, column: str) -> Any:
     if column not in frame.columns or frame.empty:
         return None
     return frame[column].iloc[0]
-
-
-def _case_order(work: pd.DataFrame, frame: pd.DataFrame, sort: bool) -> list[str]:
-    cases = _base.ordered(frame["case_id"])
-    if not sort:
-        return cases
-    mean = work.groupby("case_id", sort=False)["estimate"].mean()
-    rank = {c: i for i, c in enumerate(cases)}
-    # Lowest first (the cases to look at), unscored cases last, ties in case order.
-    return sorted(cases, key=lambda c: (np.nan_to_num(mean.get(c, np.nan), nan=2.0), rank[c]))
 
 
 def _suite_basis(header: pd.DataFrame | None) -> str:
@@ -190,8 +168,7 @@ def _suite_rows(
     suite: pd.DataFrame | bool,
     frame: pd.DataFrame,
     check: str | None,
-    has_variant: bool,
-    variants: list[str],
+    variants: _base.Variants,
 ) -> pd.DataFrame | None:
     if suite is False:
         return None
@@ -202,16 +179,18 @@ def _suite_rows(
         with warnings.catch_warnings():
             # The plot shows the width the warning is about; the caller asked for a picture.
             warnings.simplefilter("ignore", UserWarning)
-            table = suite_rate(counts, by="variant" if has_variant else None, check=check or "all")
+            by = "variant" if variants.present else None
+            table = suite_rate(counts, by=by, check=check or "all")
     else:
         columns = ["estimate", "low", "high", "cases", "k", "samples"]
-        columns += ["variant"] if has_variant else []
+        columns += ["variant"] if variants.present else []
         table = _base.require(suite, columns, "suite", "a frame from evalnb.suite_rate(run)")
         table, _ = _base.pick_check(table, check if "check" in table.columns else None, "suite")
     if table.empty:
         return None
-    table = table.assign(variant=table["variant"].astype(object).astype(str) if has_variant else "")
-    table = table[table["variant"].isin(variants)]
+    names = table["variant"].astype(object).astype(str) if variants.present else ""
+    table = table.assign(variant=names)
+    table = table[table["variant"].isin(variants.names)]
     if table["variant"].duplicated().any():
         raise ArgumentError(
             "'suite' must have one row per variant (suite_rate by='variant'); got "
@@ -228,27 +207,10 @@ def _draw_suite(
         return
     row = rows.iloc[0]
     if np.isfinite(row["estimate"]):
-        ax.hlines(
-            offset,
-            row["low"],
-            row["high"],
-            color=color,
-            lw=3.4,
-            zorder=2,
-            gid=f"suite-interval:{variant}",
-        )
-        ax.plot(
-            row["estimate"],
-            offset,
-            ls="none",
-            marker=marker,
-            ms=8.5,
-            color=color,
-            mec="white",
-            mew=0.8,
-            zorder=3,
-            gid=f"suite-estimate:{variant}",
-        )
+        gid = f"suite-interval:{variant}"
+        _base.intervals(ax, offset, row["low"], row["high"], color, gid, summary=True)
+        gid = f"suite-estimate:{variant}"
+        _base.estimates(ax, row["estimate"], offset, color, gid, marker=marker, summary=True)
     text = f"{_base.percent(row['estimate'])} · {int(row['k'])}/{int(row['samples'])}"
     if int(row.get("incomplete", 0) or 0):
         text += f" · {int(row['incomplete'])} incomplete"

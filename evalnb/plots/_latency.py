@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,9 +21,11 @@ __all__ = ["plot_latency"]
 
 #: Spread of latencies (max / min) above which the axis is logarithmic by default.
 LOG_SPREAD = 30.0
+#: How the median and the p95 are drawn, across each row and in the key.
+_MEDIAN: dict[str, Any] = {"lw": 2.4}
+_P95: dict[str, Any] = {"lw": 1.4, "ls": (0, (2, 1.5))}
 
 
-@_base.literal_text
 def plot_latency(
     data: Run | pd.DataFrame,
     by: str | Sequence[str] | None = "variant",
@@ -46,32 +49,75 @@ def plot_latency(
     by = _args.names("by", by)
     frame = _samples(data, by)
     summary = latency(frame, by)
+    groups, row_of = _groups(frame, summary, by)
     ms = pd.to_numeric(frame["latency_ms"], errors="coerce").to_numpy(float)
-    status = frame["status"].astype(object) if "status" in frame.columns else None
-    incomplete = (
-        ((status != "completed") & status.notna()).to_numpy(bool)
-        if status is not None
-        else np.zeros(len(frame), bool)
-    )
-    if by:
-        wanted = pd.MultiIndex.from_frame(summary[by].astype(object).astype(str))
-        row_of = wanted.get_indexer(pd.MultiIndex.from_frame(frame[by].astype(object).astype(str)))
-        groups = list(wanted)
-    else:
-        row_of, groups = np.zeros(len(frame), dtype=int), [()]
-
-    has_variant = "variant" in by
-    variants = _base.ordered(frame["variant"]) if has_variant else []
-    levels = _base.all_levels(frame["variant"]) if has_variant else []
-    palette = _base.colors_for(variants, levels, colors) if has_variant else {}
+    shown = (row_of >= 0) & np.isfinite(ms)
+    group_colors = _group_colors(frame, groups, by, colors)
 
     ax = _base.new_axes(ax, _base.figure_height(len(groups), 0.6, extra=1.7))
+    _draw_samples(ax, ms, row_of, shown, _incomplete(frame), group_colors)
+    rows = np.arange(len(groups), dtype=float)
+    _draw_summary(ax, summary, rows)
+
+    labels = [" · ".join(g) for g in groups] if by else ["all samples"]
+    _base.setup_rows(ax, list(rows), _short(labels, by, label_width))
+    _base.clean(ax)
+    _latency_axis(ax, ms[shown], log)
+    lines = _base.legend(ax, _key())
+    _base.title(
+        ax,
+        "Latency per " + (" and ".join(by) if by else "run"),
+        legend_lines=lines,
+        sub="one mark per sample; incomplete samples (error, timeout...) included",
+    )
+    return ax
+
+
+def _groups(
+    frame: pd.DataFrame, summary: pd.DataFrame, by: list[str]
+) -> tuple[list[tuple[str, ...]], np.ndarray]:
+    """The groups in the summary's order, and the group of each sample (-1: none)."""
+    if not by:
+        return [()], np.zeros(len(frame), dtype=int)
+    wanted = pd.MultiIndex.from_frame(summary[by].astype(object).astype(str))
+    row_of = wanted.get_indexer(pd.MultiIndex.from_frame(frame[by].astype(object).astype(str)))
+    return list(wanted), row_of
+
+
+def _group_colors(
+    frame: pd.DataFrame,
+    groups: list[tuple[str, ...]],
+    by: list[str],
+    colors: Mapping[str, str] | None,
+) -> list[str]:
+    """Each group in its variant's colour when ``variant`` is among ``by``, else all alike."""
+    if "variant" not in by:
+        return [_base.PALETTE[0]] * len(groups)
+    palette = _base.Variants.of(frame, colors).colors
+    return [palette[group[by.index("variant")]] for group in groups]
+
+
+def _incomplete(frame: pd.DataFrame) -> np.ndarray:
+    """Which samples did not complete (none, without a ``status`` column)."""
+    if "status" not in frame.columns:
+        return np.zeros(len(frame), bool)
+    status = frame["status"].astype(object)
+    return ((status != "completed") & status.notna()).to_numpy(bool)
+
+
+def _draw_samples(
+    ax: Axes,
+    ms: np.ndarray,
+    row_of: np.ndarray,
+    shown: np.ndarray,
+    incomplete: np.ndarray,
+    colors: list[str],
+) -> None:
+    """A dot per completed sample, a cross per incomplete one, jittered inside its row."""
     # A fixed seed: the same run always gives the same picture.
-    jitter = np.random.default_rng(0).uniform(-0.22, 0.22, len(frame))
+    jitter = np.random.default_rng(0).uniform(-0.22, 0.22, len(ms))
     y = row_of + jitter
-    shown = (row_of >= 0) & np.isfinite(ms)
-    for g, group in enumerate(groups):
-        color = palette[group[by.index("variant")]] if has_variant else _base.PALETTE[0]
+    for g, color in enumerate(colors):
         mine = shown & (row_of == g)
         ax.plot(
             ms[mine & ~incomplete],
@@ -96,36 +142,29 @@ def plot_latency(
             zorder=3,
             gid=f"incomplete:{g}",
         )
+
+
+def _draw_summary(ax: Axes, summary: pd.DataFrame, rows: np.ndarray) -> None:
+    """Each group's median (solid) and p95 (dashed) as ticks across its row; a note beside."""
     median = summary["median_ms"].to_numpy(float)
     p95 = summary["p95_ms"].to_numpy(float)
-    rows = np.arange(len(groups), dtype=float)
     ok = np.isfinite(median)
-    ax.vlines(
-        median[ok],
-        rows[ok] - 0.34,
-        rows[ok] + 0.34,
-        color=_base.INK,
-        lw=2.4,
-        zorder=4,
-        gid="median",
-    )
-    ax.vlines(
-        p95[ok],
-        rows[ok] - 0.34,
-        rows[ok] + 0.34,
-        color=_base.INK,
-        lw=1.4,
-        ls=(0, (2, 1.5)),
-        zorder=4,
-        gid="p95",
-    )
+    for values, style, gid in ((median, _MEDIAN, "median"), (p95, _P95, "p95")):
+        ax.vlines(
+            values[ok],
+            rows[ok] - 0.34,
+            rows[ok] + 0.34,
+            color=_base.INK,
+            zorder=4,
+            gid=gid,
+            **style,
+        )
     for i, row in summary.iterrows():
         _base.note_right(ax, float(i), _note(row))
 
-    labels = [" · ".join(g) for g in groups] if by else ["all samples"]
-    _base.setup_rows(ax, list(rows), _short(labels, by, label_width))
-    _base.clean(ax)
-    finite = ms[shown]
+
+def _latency_axis(ax: Axes, finite: np.ndarray, log: bool | None) -> None:
+    """A log or linear axis of milliseconds and seconds (log by default for a wide spread)."""
     if log is None:
         log = bool(finite.size) and finite.min() > 0 and finite.max() / finite.min() > LOG_SPREAD
     if log:
@@ -134,20 +173,15 @@ def plot_latency(
         ax.set_xlim(0, finite.max() * 1.05)
     ax.xaxis.set_major_formatter(FuncFormatter(_milliseconds))
     ax.set_xlabel("latency of the whole attempt" + (" (log scale)" if log else ""))
-    handles = [
+
+
+def _key() -> list[Line2D]:
+    return [
         Line2D([], [], ls="none", marker="o", ms=5, color=_base.NEUTRAL, label="completed"),
         Line2D([], [], ls="none", marker="x", ms=6, mew=1.2, color=_base.INK, label="incomplete"),
-        Line2D([], [], color=_base.INK, lw=2.4, label="median"),
-        Line2D([], [], color=_base.INK, lw=1.4, ls=(0, (2, 1.5)), label="p95"),
+        Line2D([], [], color=_base.INK, label="median", **_MEDIAN),
+        Line2D([], [], color=_base.INK, label="p95", **_P95),
     ]
-    lines = _base.legend(ax, handles)
-    _base.title(
-        ax,
-        "Latency per " + (" and ".join(by) if by else "run"),
-        legend_lines=lines,
-        sub="one mark per sample; incomplete samples (error, timeout...) included",
-    )
-    return ax
 
 
 def _samples(data: Run | pd.DataFrame, by: list[str]) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import SupportsFloat
 
 import numpy as np
@@ -40,7 +41,6 @@ _SOLVED = {
 }
 
 
-@_base.literal_text
 def plot_power(power: pd.DataFrame, ax: Axes | None = None, *, x: str | None = None) -> Axes:
     """What a design can detect: the solved quantity of :func:`evalnb.power` against ``x``.
 
@@ -56,23 +56,56 @@ def plot_power(power: pd.DataFrame, ax: Axes | None = None, *, x: str | None = N
     >>> evalnb.plot_power(evalnb.power(run, repeats=[1, 2, 5, 10, 20]))  # doctest: +SKIP
     """
     frame = _base.require(power, _COLUMNS, "power", "a frame from evalnb.power(...)")
-    if frame.empty:
-        raise ArgumentError("'power' must have at least one row (a design); got an empty frame")
-    solved = [str(s) for s in pd.unique(frame["solve_for"])]
-    if len(solved) != 1:
-        raise ArgumentError(f"'power' must solve for one quantity; got solve_for {solved!r}")
-    solve = solved[0]
-    candidates = [c for c in _AXES if c != solve]
-    if x is None:
-        x = max(candidates, key=lambda c: frame[c].nunique())
-    else:
-        _args.choice("x", x, candidates)
-    others = [c for c in candidates if c != x and frame[c].nunique() > 1]
-    series = others[0] if others else None
+    design = _Design.of(frame, x)
+    solved = frame[design.solve].astype(float)
+    finite, endless = frame[np.isfinite(solved)], frame[~np.isfinite(solved)]
 
     ax = _base.new_axes(ax, 4.2, width=7.5)
-    finite = frame[np.isfinite(frame[solve].astype(float))]
-    endless = frame[~np.isfinite(frame[solve].astype(float))]
+    handles = _draw_lines(ax, finite, design)
+    _x_axis(ax, frame, design.x)
+    _y_axis(ax, finite[design.solve].astype(float).to_numpy(), design.solve)
+    _base.clean(ax, grid="both")
+    ax.spines["left"].set_visible(True)
+    lines = _base.legend(ax, handles) if len(handles) > 1 else 0
+    _base.title(
+        ax, _head(frame, design.solve), legend_lines=lines, sub=_sub(frame, design, endless)
+    )
+    return ax
+
+
+@dataclass(frozen=True)
+class _Design:
+    """What the frame solved for, the column on the x axis, the one drawn as lines (if any)."""
+
+    solve: str
+    x: str
+    series: str | None
+    #: The columns the design can vary: repeats, cases and diff but the solved one.
+    candidates: list[str]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, x: str | None) -> _Design:
+        if frame.empty:
+            raise ArgumentError("'power' must have at least one row (a design); got an empty frame")
+        solved = [str(s) for s in pd.unique(frame["solve_for"])]
+        if len(solved) != 1:
+            raise ArgumentError(f"'power' must solve for one quantity; got solve_for {solved!r}")
+        solve = solved[0]
+        candidates = [c for c in _AXES if c != solve]
+        if x is None:
+            x = max(candidates, key=lambda c: frame[c].nunique())
+        else:
+            _args.choice("x", x, candidates)
+        others = [c for c in candidates if c != x and frame[c].nunique() > 1]
+        return cls(solve, x, others[0] if others else None, candidates)
+
+
+def _draw_lines(ax: Axes, finite: pd.DataFrame, design: _Design) -> list[Line2D]:
+    """A line per value of the series column (one line without); returns the legend handles.
+
+    A single line has its values written at its points, and against repeats its floor.
+    """
+    solve, x, series = design.solve, design.x, design.series
     groups = finite.groupby(series, sort=True) if series else [(None, finite)]
     handles = []
     for i, (value, group) in enumerate(groups):
@@ -80,10 +113,9 @@ def plot_power(power: pd.DataFrame, ax: Axes | None = None, *, x: str | None = N
         group = group.sort_values(x)
         label = f"{series} = {_value(series, value)}" if series else _SOLVED[solve]
         xs = group[x].astype(float).to_numpy()
-        ys = group[solve].astype(float).to_numpy()
-        if solve == "diff":
-            # A difference above 100 points cannot be detected at all: drawn at the top.
-            ys = np.minimum(ys, 1.0)
+        raw = group[solve].astype(float).to_numpy()
+        # A difference above 100 points cannot be detected at all: drawn at the top.
+        ys = np.minimum(raw, 1.0) if solve == "diff" else raw
         (line,) = ax.plot(
             xs,
             ys,
@@ -97,10 +129,9 @@ def plot_power(power: pd.DataFrame, ax: Axes | None = None, *, x: str | None = N
         handles.append(line)
         if series:
             continue
-        raw = group[solve].astype(float).to_numpy()
-        for px, py, value in zip(xs, ys, raw, strict=True):
+        for px, py, solved in zip(xs, ys, raw, strict=True):
             ax.annotate(
-                _value(solve, value) if solve != "diff" or value <= 1 else "> 100",
+                _value(solve, solved) if solve != "diff" or solved <= 1 else "> 100",
                 xy=(px, py),
                 xytext=(0, 7),
                 textcoords="offset points",
@@ -112,17 +143,22 @@ def plot_power(power: pd.DataFrame, ax: Axes | None = None, *, x: str | None = N
             )
         if solve == "diff" and x == "repeats":
             handles += _floor(ax, group, color)
+    return handles
+
+
+def _x_axis(ax: Axes, frame: pd.DataFrame, x: str) -> None:
+    """The x column; counts (repeats, cases) on a log scale with a tick at each design."""
     _axis(ax, x, "x")
-    _axis(ax, solve, "y")
     if x == "repeats" or x == "cases":
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        ticks = sorted(set(frame[x].astype(float)))
-        ax.set_xticks(ticks)
-    _base.clean(ax, grid="both")
-    ax.spines["left"].set_visible(True)
-    values = finite[solve].astype(float).to_numpy()
+        ax.set_xticks(sorted(set(frame[x].astype(float))))
+
+
+def _y_axis(ax: Axes, values: np.ndarray, solve: str) -> None:
+    """The solved quantity, from zero; counts spread over decades on a log scale."""
+    _axis(ax, solve, "y")
     top = float(np.nanmax(values, initial=0.0))
     if solve == "diff":
         ax.set_ylim(0, min(top, 1.0) * 1.15 + 0.01)
@@ -133,20 +169,26 @@ def plot_power(power: pd.DataFrame, ax: Axes | None = None, *, x: str | None = N
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     else:
         ax.set_ylim(0, top * 1.15 + 1)
-    lines = _base.legend(ax, handles) if len(handles) > 1 else 0
+
+
+def _head(frame: pd.DataFrame, solve: str) -> str:
     row = frame.iloc[0]
     level = float(row["level"])
     if solve == "power":
-        head = f"Power at {level * 100:g}% confidence (two-sided)"
-    else:
-        head = (
-            f"{_SOLVED[solve].capitalize()} for {float(row['power']) * 100:g}% power at "
-            f"{level * 100:g}% confidence"
-        )
+        return f"Power at {level * 100:g}% confidence (two-sided)"
+    return (
+        f"{_SOLVED[solve].capitalize()} for {float(row['power']) * 100:g}% power at "
+        f"{level * 100:g}% confidence"
+    )
+
+
+def _sub(frame: pd.DataFrame, design: _Design, endless: pd.DataFrame) -> str:
+    """The method, the columns held fixed, and the designs no number of repeats can reach."""
+    x = design.x
     fixed = [
         f"{c} = {_value(c, frame[c].iloc[0])}"
-        for c in candidates
-        if c != x and c != series and frame[c].nunique() == 1 and pd.notna(frame[c].iloc[0])
+        for c in design.candidates
+        if c != x and c != design.series and frame[c].nunique() == 1 and pd.notna(frame[c].iloc[0])
     ]
     # The method each row was solved with, short: the part before any ": details".
     methods = "paired t across cases"
@@ -157,8 +199,7 @@ def plot_power(power: pd.DataFrame, ax: Axes | None = None, *, x: str | None = N
         sub += f" · not reachable by repeats alone at {x} = " + ", ".join(
             _value(x, v) for v in endless[x]
         )
-    _base.title(ax, head, legend_lines=lines, sub=sub)
-    return ax
+    return sub
 
 
 def _floor(ax: Axes, group: pd.DataFrame, color: str) -> list[Line2D]:

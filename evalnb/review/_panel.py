@@ -419,6 +419,29 @@ class Annotator(widgets.VBox):
     # -- widgets, built once --------------------------------------------------------------
 
     def _build(self) -> None:
+        """Make every control once, wire it to its handler, and lay the panel out."""
+        filters = self._build_filters()
+        self._build_sample()
+        self._build_buttons()
+        self._build_list()
+        self.key_capture = KeyCapture(
+            self.press,
+            "keys: " + " · ".join(f"{k} {label}" for k, label in KEYS.items()),
+            on_reason=self.sync_reason,
+        )
+        self.status = widgets.HTML().add_class("evalnb-status")
+        super().__init__(
+            self._layout(filters),
+            layout=widgets.Layout(
+                border="1px solid var(--jp-border-color1, #ccc)",
+                padding="8px 12px",
+                max_width="1000px",
+            ),
+        )
+        self.add_class("evalnb-annotator")
+        self.add_class("evalnb-review")
+
+    def _build_filters(self) -> list[Any]:
         state = self.state
         self.variant_filter = _dropdown("variant", [("all variants", -1), *state.variants])
         self.case_filter = _dropdown("case", [("all cases", -1), *state.cases])
@@ -437,7 +460,10 @@ class Annotator(widgets.VBox):
             control.add_class("evalnb-filter")
         self.variant_filter.style.description_width = "50px"
         self.case_filter.style.description_width = "40px"
+        return filters
 
+    def _build_sample(self) -> None:
+        """What shows the sample: header, progress, body, earlier verdict, reason box."""
         self.header = widgets.HTML().add_class("evalnb-header")
         self.progress = widgets.IntProgress(
             min=0, max=1, layout=widgets.Layout(width="160px", height="14px")
@@ -457,6 +483,8 @@ class Annotator(widgets.VBox):
         ).add_class("evalnb-reason")
         self.reason.observe(self._on_reason, names="value")
 
+    def _build_buttons(self) -> None:
+        """The verdicts, the moves, skip and undo, and the advance checkbox."""
         self.previous_button = _button("Previous", "previous", icon="arrow-left")
         self.next_button = _button("Next", "next", icon="arrow-right")
         self.next_unreviewed_button = _button("Next unreviewed", "next-unreviewed", icon="forward")
@@ -479,10 +507,12 @@ class Annotator(widgets.VBox):
         self.skip_button.on_click(lambda _: self.skip())
         self.undo_button.on_click(lambda _: self.undo())
         self.advance_box = _checkbox("verdict → next")
-        self.advance_box.value = state.advance
+        self.advance_box.value = self.state.advance
         self.advance_box.observe(self._on_advance, names="value")
         self.advance_box.add_class("evalnb-advance")
 
+    def _build_list(self) -> None:
+        """The sample list: its toggle, a search box, a sort, the list itself."""
         self.list_button = widgets.ToggleButton(
             description="Sample list", icon="list", layout=widgets.Layout(width="auto")
         ).add_class("evalnb-list-button")
@@ -515,13 +545,8 @@ class Annotator(widgets.VBox):
         self.list_sort.observe(lambda _: self._render_list(), names="value")
         self.sample_list.observe(self._on_jump, names="value")
 
-        self.key_capture = KeyCapture(
-            self.press,
-            "keys: " + " · ".join(f"{k} {label}" for k, label in KEYS.items()),
-            on_reason=self.sync_reason,
-        )
-        self.status = widgets.HTML().add_class("evalnb-status")
-
+    def _layout(self, filters: list[Any]) -> list[Any]:
+        """The panel top to bottom: title, keys, filters, the sample, verdicts, moves, list."""
         wrapped = {"flex_flow": "row wrap", "align_items": "center"}
         moves = [
             self.previous_button,
@@ -533,29 +558,20 @@ class Annotator(widgets.VBox):
         ]
         top = [self.header, _row([self.progress, self.progress_label])]
         title = widgets.HTML(render.title(self.run.run_ids, self.annotator))
-        super().__init__(
-            [
-                title.add_class("evalnb-title"),
-                self.key_capture,
-                _row(filters, **wrapped),
-                _row(top, justify_content="space-between", **wrapped),
-                self.body,
-                self.earlier,
-                self.reason,
-                self.unsaved,
-                _row([*self._verdict_buttons.values(), self.advance_box], **wrapped),
-                _row(moves, **wrapped),
-                self.list_box,
-                self.status,
-            ],
-            layout=widgets.Layout(
-                border="1px solid var(--jp-border-color1, #ccc)",
-                padding="8px 12px",
-                max_width="1000px",
-            ),
-        )
-        self.add_class("evalnb-annotator")
-        self.add_class("evalnb-review")
+        return [
+            title.add_class("evalnb-title"),
+            self.key_capture,
+            _row(filters, **wrapped),
+            _row(top, justify_content="space-between", **wrapped),
+            self.body,
+            self.earlier,
+            self.reason,
+            self.unsaved,
+            _row([*self._verdict_buttons.values(), self.advance_box], **wrapped),
+            _row(moves, **wrapped),
+            self.list_box,
+            self.status,
+        ]
 
 
 def _dropdown(description: str, options: list[tuple[str, int]]) -> Any:

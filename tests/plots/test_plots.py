@@ -22,11 +22,23 @@ from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
-from evalnb.analysis import Run, agreement, compare, compare_cases, load, power, rates, suite_rate
+from evalnb.analysis import (
+    Run,
+    agreement,
+    compare,
+    compare_cases,
+    history,
+    load,
+    power,
+    rates,
+    suite_rate,
+)
 from evalnb.plots import (
     plot_agreement,
     plot_compare,
+    plot_history,
     plot_intervals,
     plot_latency,
     plot_power,
@@ -334,7 +346,9 @@ def test_compare_200_cases_and_unpaired(runs: dict[str, Run]) -> None:
     drawn = sum(len(points(ax, f"case-diff:{k}")) for k in ("a-better", "b-better", "no-change"))
     assert drawn == 200 and len(set(yticks(ax))) == 201
     five = runs["five"]
-    ax = render(plot_compare(compare(five, "v1", "broken"), compare_cases(five, "v1", "broken")))
+    ax = render(
+        plot_compare(compare(five, a="v1", b="broken"), compare_cases(five, a="v1", b="broken"))
+    )
     # every case fails the same way: a zero standard error is not certainty
     assert ax.get_title(loc="left").startswith("can't tell yet: broken − v1")
     assert notes(ax)[-1] == "not paired: no scored samples"
@@ -466,6 +480,38 @@ def test_plots_draw_on_the_axes_given_and_make_no_figure(runs: dict[str, Run]) -
         assert call(ax) is ax
         assert list(figure.get_size_inches()) == [5, 4]
     assert plt.get_fignums() == []
+
+
+def test_dollars_in_names_are_text_not_maths(tmp_path: Path) -> None:
+    # Model-written ids carry prices; "$...$" in one must not be typeset (nor stop the drawing
+    # when it is not valid TeX), on a new figure or on the caller's Axes, whose title and
+    # first tick existed before the plot.
+    ids = ["$12.36 ... $19.50", r"bad $\frac$ tex", "a_$x$_b"]
+    rows = [
+        {"case_id": c, "variant": v, "repeat": r, "canonical": "$y$", "checks": {"$ok$": r > i}}
+        for i, c in enumerate(ids)
+        for v in ("$v1$", "v2 $")
+        for r in range(4)
+    ]
+    run = load(write_run(tmp_path / "prices", rows))
+    calls = [
+        lambda ax: plot_intervals(rates(run), ax=ax, check="$ok$"),
+        lambda ax: plot_compare(compare(run), compare_cases(run), ax=ax),
+        lambda ax: plot_agreement(agreement(run), ax=ax),
+        lambda ax: plot_latency(run, by=["variant", "case_id"], ax=ax),
+        lambda ax: plot_history(history(tmp_path), ax=ax),
+    ]
+    drawn = set()
+    for call in calls:
+        for given in (None, Figure(figsize=(8, 5), layout="constrained").add_subplot()):
+            ax = call(given)
+            render(ax, measure=False)
+            texts = [t for t in ax.figure.findobj(Text) if "$" in t.get_text()]
+            assert [t.get_text() for t in texts if t.get_parse_math()] == []
+            drawn |= {t.get_text() for t in texts}
+    # ids as tick labels and notes, variants in the legend, the check in the title
+    assert {*ids, "$v1$ · $12.36 ... $19.50", "$v1$", "v2 $"} <= drawn
+    assert "Pass rate per case, check '$ok$'" in drawn
 
 
 def test_new_figures_grow_with_rows_and_render_png_leaves_none(runs: dict[str, Run]) -> None:
