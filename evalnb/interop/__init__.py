@@ -1,10 +1,11 @@
 """Other tools' suites and logs in, evalnb's runs out.
 
 Importers: suites become a cases file (YAML) and an experiment file (TOML) for ``evalnb
-run``; logs become run directories, written through evalnb's store. What cannot be
-expressed is listed by name and place (:class:`Unsupported`), in the report and in
-``imported.json``. Exporters (CSV, JSONL, Every Eval Ever, Inspect ``precomputed_scores``)
-read a run through the analysis, so they load on first use.
+run``; logs (Inspect, promptfoo results) become run directories, all through one writer
+(``_runs.ImportedRun``) and evalnb's store. What cannot be expressed is listed by name
+and place (:class:`Unsupported`), in the report and in ``imported.json``. Exporters (CSV,
+JSONL, Every Eval Ever, Inspect ``precomputed_scores``) read a run through the analysis,
+so they load on first use.
 """
 
 from __future__ import annotations

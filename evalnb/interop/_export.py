@@ -19,6 +19,7 @@ import json
 import os
 import uuid as uuid_module
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,208 @@ def _sample_hash(prompt: str, target: Any) -> str:
     return hashlib.sha256(f"{prompt}\n{_json(target)}".encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class _Evaluation:
+    """One variant of the run as Every Eval Ever names it: its model and evaluation id."""
+
+    variant: str
+    model: str
+    evaluation_id: str
+
+
+def _model(manifest: dict[str, Any], variant: str) -> str:
+    """The variant's ``params.model``, else the target's model, else the variant's name."""
+    target = manifest.get("target") or {}
+    model = str((target.get("model") if isinstance(target, dict) else None) or variant)
+    params = next(
+        (v.get("params") or {} for v in manifest.get("variants", []) if v["name"] == variant),
+        {},
+    )
+    return str(params.get("model") or model)
+
+
+def _folder(run_id: str, model: str) -> Path:
+    developer, _, name = model.rpartition("/")
+    # The Every Eval Ever layout: data/<eval>/<developer>/<model>/<uuid>_samples.jsonl
+    return Path("data", _safe(run_id), _safe(developer or "unknown"), _safe(name))
+
+
+def _uncertainty(row: pd.Series) -> dict[str, Any]:
+    uncertainty: dict[str, Any] = {"num_samples": int(row["samples"])}
+    if pd.notna(row["low"]):
+        uncertainty["confidence_interval"] = {
+            "lower": float(row["low"]),
+            "upper": float(row["high"]),
+            "confidence_level": float(row["level"]),
+            "method": f"evalnb suite_rate: {row['method']} ({row['basis']})",
+        }
+    if pd.notna(row["se"]) and row["se"] > 0:
+        uncertainty["standard_error"] = {
+            "value": float(row["se"]),
+            "method": "across cases (clustered by group)",
+        }
+    return uncertainty
+
+
+def _result(row: pd.Series, variant: str, dataset: str) -> dict[str, Any]:
+    """The aggregate result of one check: its suite rate and interval."""
+    return {
+        "evaluation_result_id": f"{variant}/{row['check']}",
+        "evaluation_name": str(row["check"]),
+        "source_data": {"dataset_name": dataset, "source_type": "other"},
+        "metric_config": {
+            "evaluation_description": f"evalnb check {row['check']!r}: mean of "
+            "per-case pass rates (the case is the unit; repeats are draws)",
+            "metric_name": "pass rate",
+            "metric_kind": "accuracy",
+            "metric_unit": "proportion",
+            "lower_is_better": False,
+            "score_type": "continuous",
+            "min_score": 0,
+            "max_score": 1,
+        },
+        "score_details": {
+            "score": float(row["estimate"]) if pd.notna(row["estimate"]) else 0.0,
+            "details": {
+                "cases": str(int(row["cases"])),
+                "repeats": str(row["repeats"]),
+                "incomplete": str(int(row["incomplete"])),
+                "note": str(row["note"] or ""),
+            },
+            "uncertainty": _uncertainty(row),
+        },
+    }
+
+
+def _references(case: dict[str, Any]) -> list[str]:
+    reference = case.get("target")
+    references = [str(r) for r in (reference if isinstance(reference, list) else [])]
+    if reference is not None and not references:
+        references = [str(reference)]
+    return references
+
+
+def _instance(
+    evaluation: _Evaluation, check: dict[str, Any], sample: dict[str, Any], case: dict[str, Any]
+) -> dict[str, Any]:
+    """The instance record of one scored (sample, check)."""
+    answer = sample["answer"] if isinstance(sample["answer"], str) else ""
+    score = check["score"] if pd.notna(check["score"]) else float(bool(check["outcome"]))
+    return {
+        "schema_version": EEE_SCHEMA_VERSION,
+        "evaluation_id": evaluation.evaluation_id,
+        "model_id": evaluation.model,
+        "evaluation_name": str(check["check"]),
+        "evaluation_result_id": f"{evaluation.variant}/{check['check']}",
+        "sample_id": str(check["case_id"]),
+        "sample_hash": _sample_hash(str(sample["prompt"]), case.get("target")),
+        "interaction_type": "single_turn",
+        "input": {"raw": str(sample["prompt"]), "reference": _references(case)},
+        "output": {"raw": [answer]},
+        "answer_attribution": [
+            {
+                "turn_idx": 0,
+                "source": "output.raw",
+                "extracted_value": answer,
+                "extraction_method": f"evalnb check {check['check_type']}",
+                "is_terminal": True,
+            }
+        ],
+        "evaluation": {"score": float(score), "is_correct": bool(check["outcome"])},
+        "performance": {"latency_ms": float(sample["latency_ms"])},
+        "error": sample["error"] if isinstance(sample["error"], str) else None,
+        "metadata": {
+            "repeat": str(int(check["repeat"])),
+            "variant": evaluation.variant,
+            "status": str(sample["status"]),
+            "detail": str(check["detail"] or ""),
+        },
+    }
+
+
+_SAMPLE_COLUMNS = ["case_id", "repeat", "status", "error", "answer", "prompt", "latency_ms"]
+_CHECK_COLUMNS = ["case_id", "repeat", "check", "check_type", "outcome", "score", "detail"]
+
+
+def _instances(
+    evaluation: _Evaluation,
+    samples: pd.DataFrame,
+    checks: pd.DataFrame,
+    cases: dict[str, dict[str, Any]],
+) -> list[str]:
+    """One JSON line per scored check of the variant, in the order of its checks; each
+    check finds its sample in a dict keyed once by (case, repeat)."""
+    by_key: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for sample in samples[_SAMPLE_COLUMNS].to_dict("records"):
+        by_key.setdefault((sample["case_id"], sample["repeat"]), sample)
+    lines = []
+    for check in checks[_CHECK_COLUMNS].to_dict("records"):
+        if pd.isna(check["outcome"]):
+            continue  # unscored is not a score
+        sample = by_key[(check["case_id"], check["repeat"])]
+        case = cases.get(check["case_id"], {})
+        lines.append(_json(_instance(evaluation, check, sample, case)))
+    return lines
+
+
+def _aggregate(
+    evaluation: _Evaluation,
+    manifest: dict[str, Any],
+    *,
+    organization: str,
+    retrieved: str,
+    results: list[dict[str, Any]],
+    detailed: dict[str, Any],
+) -> dict[str, Any]:
+    """The aggregate record of one variant: the source, the model, the results."""
+    return {
+        "schema_version": EEE_SCHEMA_VERSION,
+        "evaluation_id": evaluation.evaluation_id,
+        "evaluation_timestamp": str(manifest.get("started_at")),
+        "retrieved_timestamp": retrieved,
+        "source_metadata": {
+            "source_name": f"evalnb run {manifest['run_id']}",
+            "source_type": "evaluation_run",
+            "source_organization_name": organization,
+            "evaluator_relationship": "third_party",
+        },
+        "model_info": {
+            "name": evaluation.model,
+            "id": evaluation.model,
+            "additional_details": {
+                "deployment_type": "unknown",
+                "model_availability": "unknown",
+                "variant": evaluation.variant,
+            },
+        },
+        "eval_library": {
+            "name": "evalnb",
+            "version": str(manifest.get("evalnb_version") or "unknown"),
+        },
+        "evaluation_results": results,
+        "detailed_evaluation_results": detailed,
+    }
+
+
+def _write_instances(out: Path, path: Path, lines: list[str]) -> dict[str, Any]:
+    """Write the instance lines to ``out / path``; returns the aggregate's pointer to them
+    (``detailed_evaluation_results``)."""
+    (out / path).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return {
+        "format": "jsonl",
+        "file_path": path.as_posix(),
+        "hash_algorithm": "sha256",
+        "checksum": hashlib.sha256((out / path).read_bytes()).hexdigest(),
+        "total_rows": len(lines),
+    }
+
+
+def _rates(run: Run, level: float) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few cases: the method and note say so per row
+        return suite_rate(run, check=None, level=level)
+
+
 def export_eee(
     run_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -119,160 +322,39 @@ def export_eee(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     retrieved = str(int(dt.datetime.now(dt.UTC).timestamp()))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # few cases: the method and note say so per row
-        rates = suite_rate(run, check=None, level=level)
+    rates = _rates(run, level)
+    dataset = str((manifest.get("cases_file") or {}).get("path") or manifest["run_id"])
     cases = {c["id"]: c for c in manifest.get("cases", [])}
     samples = run.samples.astype({"case_id": object, "variant": object})
     checks = run.checks.astype({"case_id": object, "variant": object})
     written = []
-    target = manifest.get("target") or {}
     for variant in run.variants:
-        model = str((target.get("model") if isinstance(target, dict) else None) or variant)
-        params = next(
-            (v.get("params") or {} for v in manifest.get("variants", []) if v["name"] == variant),
-            {},
-        )
-        model = str(params.get("model") or model)
-        developer, _, name = model.rpartition("/")
-        # The Every Eval Ever layout: data/<eval>/<developer>/<model>/<uuid>_samples.jsonl
-        folder = Path("data", _safe(manifest["run_id"]), _safe(developer or "unknown"))
-        folder = folder / _safe(name)
+        model = _model(manifest, variant)
+        evaluation = _Evaluation(variant, model, f"{manifest['run_id']}/{variant}/{retrieved}")
+        folder = _folder(manifest["run_id"], model)
         (out / folder).mkdir(parents=True, exist_ok=True)
         uuid = str(uuid_module.uuid4())
-        evaluation_id = f"{manifest['run_id']}/{variant}/{retrieved}"
-        results = []
-        for _, row in rates[rates["variant"] == variant].iterrows():
-            uncertainty: dict[str, Any] = {"num_samples": int(row["samples"])}
-            if pd.notna(row["low"]):
-                uncertainty["confidence_interval"] = {
-                    "lower": float(row["low"]),
-                    "upper": float(row["high"]),
-                    "confidence_level": float(row["level"]),
-                    "method": f"evalnb suite_rate: {row['method']} ({row['basis']})",
-                }
-            if pd.notna(row["se"]) and row["se"] > 0:
-                uncertainty["standard_error"] = {
-                    "value": float(row["se"]),
-                    "method": "across cases (clustered by group)",
-                }
-            results.append(
-                {
-                    "evaluation_result_id": f"{variant}/{row['check']}",
-                    "evaluation_name": str(row["check"]),
-                    "source_data": {
-                        "dataset_name": str(
-                            (manifest.get("cases_file") or {}).get("path") or manifest["run_id"]
-                        ),
-                        "source_type": "other",
-                    },
-                    "metric_config": {
-                        "evaluation_description": f"evalnb check {row['check']!r}: mean of "
-                        "per-case pass rates (the case is the unit; repeats are draws)",
-                        "metric_name": "pass rate",
-                        "metric_kind": "accuracy",
-                        "metric_unit": "proportion",
-                        "lower_is_better": False,
-                        "score_type": "continuous",
-                        "min_score": 0,
-                        "max_score": 1,
-                    },
-                    "score_details": {
-                        "score": float(row["estimate"]) if pd.notna(row["estimate"]) else 0.0,
-                        "details": {
-                            "cases": str(int(row["cases"])),
-                            "repeats": str(row["repeats"]),
-                            "incomplete": str(int(row["incomplete"])),
-                            "note": str(row["note"] or ""),
-                        },
-                        "uncertainty": uncertainty,
-                    },
-                }
-            )
-        instances_path = out / folder / f"{uuid}_samples.jsonl"
-        lines = []
-        mine = samples[samples["variant"] == variant]
-        for _, check in checks[checks["variant"] == variant].iterrows():
-            if pd.isna(check["outcome"]):
-                continue  # unscored is not a score
-            sample = mine[
-                (mine["case_id"] == check["case_id"]) & (mine["repeat"] == check["repeat"])
-            ].iloc[0]
-            case = cases.get(check["case_id"], {})
-            reference = case.get("target")
-            references = [str(r) for r in (reference if isinstance(reference, list) else [])]
-            if reference is not None and not references:
-                references = [str(reference)]
-            answer = sample["answer"] if isinstance(sample["answer"], str) else ""
-            score = check["score"] if pd.notna(check["score"]) else float(bool(check["outcome"]))
-            record = {
-                "schema_version": EEE_SCHEMA_VERSION,
-                "evaluation_id": evaluation_id,
-                "model_id": model,
-                "evaluation_name": str(check["check"]),
-                "evaluation_result_id": f"{variant}/{check['check']}",
-                "sample_id": str(check["case_id"]),
-                "sample_hash": _sample_hash(str(sample["prompt"]), reference),
-                "interaction_type": "single_turn",
-                "input": {"raw": str(sample["prompt"]), "reference": references},
-                "output": {"raw": [answer]},
-                "answer_attribution": [
-                    {
-                        "turn_idx": 0,
-                        "source": "output.raw",
-                        "extracted_value": answer,
-                        "extraction_method": f"evalnb check {check['check_type']}",
-                        "is_terminal": True,
-                    }
-                ],
-                "evaluation": {"score": float(score), "is_correct": bool(check["outcome"])},
-                "performance": {"latency_ms": float(sample["latency_ms"])},
-                "error": sample["error"] if isinstance(sample["error"], str) else None,
-                "metadata": {
-                    "repeat": str(int(check["repeat"])),
-                    "variant": variant,
-                    "status": str(sample["status"]),
-                    "detail": str(check["detail"] or ""),
-                },
-            }
-            lines.append(_json(record))
-        instances_path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-        aggregate = {
-            "schema_version": EEE_SCHEMA_VERSION,
-            "evaluation_id": evaluation_id,
-            "evaluation_timestamp": str(manifest.get("started_at")),
-            "retrieved_timestamp": retrieved,
-            "source_metadata": {
-                "source_name": f"evalnb run {manifest['run_id']}",
-                "source_type": "evaluation_run",
-                "source_organization_name": organization,
-                "evaluator_relationship": "third_party",
-            },
-            "model_info": {
-                "name": model,
-                "id": model,
-                "additional_details": {
-                    "deployment_type": "unknown",
-                    "model_availability": "unknown",
-                    "variant": variant,
-                },
-            },
-            "eval_library": {
-                "name": "evalnb",
-                "version": str(manifest.get("evalnb_version") or "unknown"),
-            },
-            "evaluation_results": results,
-            "detailed_evaluation_results": {
-                "format": "jsonl",
-                "file_path": (folder / instances_path.name).as_posix(),
-                "hash_algorithm": "sha256",
-                "checksum": hashlib.sha256(instances_path.read_bytes()).hexdigest(),
-                "total_rows": len(lines),
-            },
-        }
+        mine = rates[rates["variant"] == variant]
+        results = [_result(row, variant, dataset) for _, row in mine.iterrows()]
+        lines = _instances(
+            evaluation,
+            samples[samples["variant"] == variant],
+            checks[checks["variant"] == variant],
+            cases,
+        )
+        instances = folder / f"{uuid}_samples.jsonl"
+        detailed = _write_instances(out, instances, lines)
+        aggregate = _aggregate(
+            evaluation,
+            manifest,
+            organization=organization,
+            retrieved=retrieved,
+            results=results,
+            detailed=detailed,
+        )
         aggregate_path = out / folder / f"{uuid}.json"
         aggregate_path.write_text(_json(aggregate) + "\n", encoding="utf-8")
-        written += [aggregate_path, instances_path]
+        written += [aggregate_path, out / instances]
     return written
 
 

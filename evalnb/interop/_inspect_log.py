@@ -20,27 +20,23 @@ are resolved from the sample's ``attachments``.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from evalnb import store
-from evalnb._types import Case, CheckResult, Sample, Variant
+from evalnb._types import Case, CheckResult, Variant
 from evalnb.checks._base import THRESHOLD
 from evalnb.interop._records import text_of
-from evalnb.interop._suite import (
-    RECORD,
-    ImportResult,
-    Unsupported,
-    read_json_source,
-    source_error,
-)
-from evalnb.runner._manifest import new_manifest, now
+from evalnb.interop._runs import ImportedRun, status_of
+from evalnb.interop._suite import ImportResult, Unsupported, read_json_source, source_error
+from evalnb.runner._manifest import now
 
 __all__ = ["import_inspect_log", "read_inspect_log", "score_outcome"]
+
+#: The eval spec's keys the manifest's provenance keeps.
+_SPEC_KEYS = ("run_id", "task", "task_version", "created", "model", "dataset")
 
 
 def read_inspect_log(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -159,6 +155,77 @@ def _time(text: Any, fallback: dt.datetime) -> dt.datetime:
         return fallback
 
 
+def _scorers(spec: dict[str, Any], samples: list[dict[str, Any]]) -> list[str]:
+    """The spec's scorers, then any other a sample was scored by, in order of appearance."""
+    scorers = [s.get("name") for s in spec.get("scorers") or [] if s.get("name")]
+    for sample in samples:
+        scorers += [name for name in sample.get("scores") or {} if name not in scorers]
+    return scorers
+
+
+def _check(
+    name: str, scores: dict[str, Any], status: str, where: str, unsupported: list[Unsupported]
+) -> CheckResult:
+    """The check for scorer ``name``; a value with no pass/fail reading is listed."""
+    if name not in scores:
+        outcome, score, detail = None, None, "not scored in the log"
+    else:
+        outcome, score, detail = score_outcome(scores[name].get("value"))
+        if outcome is None:
+            unsupported.append(Unsupported(f"score {name}", where, detail))
+    if status != "completed":
+        outcome, score, detail = False, None, f"incomplete sample: {status}"
+    evidence = {k: v for k, v in scores.get(name, {}).items() if k != "value"}
+    shown = json.dumps(evidence, ensure_ascii=False, default=str) if evidence else None
+    return CheckResult(name, "inspect", outcome, detail, shown, score)
+
+
+def _add_sample(
+    run: ImportedRun,
+    sample: dict[str, Any],
+    variant: str,
+    scorers: list[str],
+    unsupported: list[Unsupported],
+) -> None:
+    """Add one sample of the log (its case on first sight) with a check per scorer."""
+    attachments = sample.get("attachments") or {}
+    case = run.cases.setdefault(str(sample["id"]), _case(sample, attachments))
+    output = sample.get("output") or {}
+    answer, stop = _answer(output)
+    error = sample.get("error")
+    status = status_of(bool(error), answer)
+    if error:
+        error = error.get("message") if isinstance(error, dict) else str(error)
+    usage = output.get("usage") or {}
+    seconds = output.get("time") or sample.get("total_time") or 0.0
+    scores = sample.get("scores") or {}
+    run.add(
+        (case.id, variant, int(sample.get("epoch", 1)) - 1),
+        [_check(name, scores, status, f"sample {case.id}", unsupported) for name in scorers],
+        prompt=_prompt(sample, attachments),
+        answer=answer,
+        status=status,
+        error=str(error) if error else None,
+        latency_ms=float(seconds) * 1000,
+        response=json.dumps(output, ensure_ascii=False, default=str) if output else None,
+        model=output.get("model"),
+        usage=(usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens")),
+        finish_reason=stop,
+    )
+
+
+def _provenance(header: dict[str, Any], spec: dict[str, Any], scorers: list[str]) -> dict[str, Any]:
+    """What the manifest keeps of the log: its status, the eval spec's identity, the plan."""
+    return {
+        "log_status": header.get("status"),
+        **{k: spec.get(k) for k in _SPEC_KEYS},
+        "revision": spec.get("revision"),
+        "packages": spec.get("packages"),
+        "scorers": scorers,
+        "plan": header.get("plan"),
+    }
+
+
 def import_inspect_log(
     source: str | os.PathLike[str], dest: str | os.PathLike[str]
 ) -> ImportResult:
@@ -168,120 +235,24 @@ def import_inspect_log(
     spec = header.get("eval") or {}
     if not samples:
         raise source_error(path, "the log holds no samples (was it written with --no-log-samples?)")
+    stats = header.get("stats") or {}
     model = str(spec.get("model") or "model")
-    variant = Variant(model)
-    scorers = [s.get("name") for s in spec.get("scorers") or [] if s.get("name")]
-    for sample in samples:
-        scorers += [name for name in sample.get("scores") or {} if name not in scorers]
-    started = _time((header.get("stats") or {}).get("started_at"), now())
+    run = ImportedRun("inspect", Path(dest).name, _time(stats.get("started_at"), now()))
+    run.variants[model] = Variant(model)
+    scorers = _scorers(spec, samples)
     unsupported: list[Unsupported] = []
-    cases: dict[str, Case] = {}
-    rows: list[tuple[Sample, list[CheckResult]]] = []
     samples.sort(key=lambda s: (int(s.get("epoch", 1)), str(s.get("id"))))
     for order, sample in enumerate(samples):
         if "id" not in sample:
             raise source_error(path, f"sample {order + 1} has no 'id'")
-        attachments = sample.get("attachments") or {}
-        case = cases.setdefault(str(sample["id"]), _case(sample, attachments))
-        output = sample.get("output") or {}
-        answer, stop = _answer(output)
-        error = sample.get("error")
-        status = "completed"
-        if error:
-            status = "error"
-            error = error.get("message") if isinstance(error, dict) else str(error)
-        elif not answer or not answer.strip():
-            status = "empty"
-        usage = output.get("usage") or {}
-        seconds = output.get("time") or sample.get("total_time") or 0.0
-        prompt = _prompt(sample, attachments)
-        run_sample = Sample(
-            run_id=Path(dest).name,
-            case_id=case.id,
-            variant=variant.name,
-            repeat=int(sample.get("epoch", 1)) - 1,
-            order=order,
-            started_at=started,
-            latency_ms=float(seconds) * 1000,
-            status=status,
-            error=str(error) if error else None,
-            answer=answer,
-            prompt=prompt,
-            request=None,
-            response=json.dumps(output, ensure_ascii=False, default=str) if output else None,
-            fingerprint=hashlib.sha256(prompt.encode()).hexdigest()[:12],
-            canonical=" ".join(answer.split()).casefold() if answer else None,
-            model=output.get("model"),
-            finish_reason=stop,
-            prompt_tokens=usage.get("input_tokens"),
-            completion_tokens=usage.get("output_tokens"),
-            total_tokens=usage.get("total_tokens"),
-        )
-        results = []
-        scores = sample.get("scores") or {}
-        for name in scorers:
-            if name not in scores:
-                outcome, score, detail = None, None, "not scored in the log"
-            else:
-                outcome, score, detail = score_outcome(scores[name].get("value"))
-                if outcome is None:
-                    unsupported.append(Unsupported(f"score {name}", f"sample {case.id}", detail))
-            if status != "completed":
-                outcome, score, detail = False, None, f"incomplete sample: {status}"
-            evidence = {k: v for k, v in scores.get(name, {}).items() if k != "value"}
-            results.append(
-                CheckResult(
-                    name,
-                    "inspect",
-                    outcome,
-                    detail,
-                    json.dumps(evidence, ensure_ascii=False, default=str) if evidence else None,
-                    score,
-                )
-            )
-        rows.append((run_sample, results))
-    run_dir = store.create_run_dir(dest)
-    epochs = max(s.repeat for s, _ in rows) + 1
-    manifest = new_manifest(
-        run_dir.name,
-        started,
-        cases=list(cases.values()),
-        cases_file=None,
-        extra_checks=[],
-        variants=[variant],
-        repeats=epochs,
-        concurrency=1,
-        order="inspect",
-        seed=0,
-        planned=[(cases[s.case_id], variant, s.repeat) for s, _ in rows],
-        command=None,
-    )
-    manifest.update(
+        _add_sample(run, sample, model, scorers, unsupported)
+    counts = {"cases": len(run.cases), "epochs": run.repeats, "samples": len(run.rows)}
+    counts["scorers"] = len(scorers)
+    return run.write(
+        dest,
+        ImportResult("inspect-log", path, counts=counts, unsupported=unsupported),
         status="complete" if header.get("status", "success") == "success" else "interrupted",
-        ended_at=(header.get("stats") or {}).get("completed_at"),
+        ended_at=stats.get("completed_at"),
         target={"type": "inspect-log", "model": model},
-        source="inspect",
-        provenance={
-            "file": str(path),
-            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "log_status": header.get("status"),
-            **{
-                k: spec.get(k)
-                for k in ("run_id", "task", "task_version", "created", "model", "dataset")
-            },
-            "revision": spec.get("revision"),
-            "packages": spec.get("packages"),
-            "scorers": scorers,
-            "plan": header.get("plan"),
-        },
+        provenance=_provenance(header, spec, scorers),
     )
-    store.write_json_atomic(run_dir / "manifest.json", manifest)
-    writer = store.RunWriter(run_dir)
-    writer.write_cases(list(cases.values()))
-    writer.write([s for s, _ in rows], [(s, r) for s, results in rows for r in results])
-    result = ImportResult("inspect-log", path, written=[run_dir])
-    result.counts = {"cases": len(cases), "epochs": epochs, "samples": len(rows)}
-    result.counts["scorers"] = len(scorers)
-    result.unsupported = unsupported
-    (run_dir / RECORD).write_text(json.dumps(result.record(), indent=2) + "\n", encoding="utf-8")
-    return result

@@ -3,6 +3,7 @@ and verdicts as Inspect ``precomputed_scores`` read back by Inspect's own code."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -15,7 +16,8 @@ import pytest
 
 import evalnb
 from evalnb.cli import main
-from evalnb.interop import import_inspect_log
+from evalnb.interop import export_eee, import_inspect_log
+from tests.builders import write_run
 
 DATA = Path(__file__).parents[1] / "data"
 LOG = DATA / "peers" / "inspect_logs" / "popularity_scored.eval"
@@ -106,3 +108,77 @@ def test_inspect_scores_round_trip_through_inspects_reader(run_dir, tmp_path) ->
     assert sorted((f["id"], f["epoch"], f["value"]) for f in found) == sorted(
         (w["id"], w["epoch"], w["value"]) for w in written
     )
+
+
+def test_eee_instance_line_is_pinned_to_the_byte(tmp_path) -> None:
+    answer = 'Ünï "q"'
+    rows = [{"case_id": "c1", "variant": "v", "repeat": 0, "answer": answer, "latency_ms": 12.5}]
+    rows[0]["checks"] = {"ok": True, "unscored": None}
+    run_dir = write_run(tmp_path / "r", rows, cases=[{"id": "c1", "target": ["a", "b"]}])
+    aggregate_path, instances_path = export_eee(run_dir, tmp_path / "eee")
+    aggregate = json.loads(aggregate_path.read_text())
+    retrieved = aggregate["retrieved_timestamp"]
+    expected = {
+        "schema_version": "0.2.3",
+        "evaluation_id": f"r/v/{retrieved}",
+        "model_id": "v",
+        "evaluation_name": "ok",
+        "evaluation_result_id": "v/ok",
+        "sample_id": "c1",
+        # sha256 of the prompt, a newline and the target as JSON
+        "sample_hash": "5414ea3408bec199b41563a31c28b3cd1148a99aadd4ef01fce3c3dd6e42b85f",
+        "interaction_type": "single_turn",
+        "input": {"raw": "question c1", "reference": ["a", "b"]},
+        "output": {"raw": [answer]},
+        "answer_attribution": [
+            {
+                "turn_idx": 0,
+                "source": "output.raw",
+                "extracted_value": answer,
+                "extraction_method": "evalnb check python",
+                "is_terminal": True,
+            }
+        ],
+        "evaluation": {"score": 1.0, "is_correct": True},
+        "performance": {"latency_ms": 12.5},
+        "error": None,
+        "metadata": {"repeat": "0", "variant": "v", "status": "completed", "detail": ""},
+    }
+    written = instances_path.read_bytes()
+    assert written == (json.dumps(expected, ensure_ascii=False) + "\n").encode()  # unscored: out
+    detailed = aggregate["detailed_evaluation_results"]
+    assert detailed["checksum"] == hashlib.sha256(written).hexdigest()
+    assert detailed["total_rows"] == 1
+    assert (tmp_path / "eee" / detailed["file_path"]) == instances_path
+
+
+def test_eee_each_instance_carries_its_own_samples_answer(tmp_path) -> None:
+    # Written out of key order, two variants, three repeats: a look-up that matched on the
+    # wrong key (or only on the case) would give another sample's answer or latency.
+    keys = [(c, v, r) for r in (2, 0, 1) for v in ("b", "a") for c in ("c2", "c1", "c3")]
+    rows = [
+        {
+            "case_id": c,
+            "variant": v,
+            "repeat": r,
+            "answer": f"{v}-{c}-{r}",
+            "latency_ms": float(i),
+            "checks": {"ok": r != 1},
+        }
+        for i, (c, v, r) in enumerate(keys)
+    ]
+    latency = {(row["case_id"], row["variant"], row["repeat"]): row["latency_ms"] for row in rows}
+    paths = export_eee(write_run(tmp_path / "r", rows), tmp_path / "eee")
+    records = [
+        json.loads(line)
+        for p in paths
+        if p.suffix == ".jsonl"
+        for line in p.read_text().splitlines()
+    ]
+    assert len(records) == len(rows)
+    for record in records:
+        variant, repeat = record["metadata"]["variant"], int(record["metadata"]["repeat"])
+        key = (record["sample_id"], variant, repeat)
+        assert record["output"]["raw"] == ["-".join([variant, record["sample_id"], str(repeat)])]
+        assert record["performance"]["latency_ms"] == latency[key]
+        assert record["evaluation"]["is_correct"] == (repeat != 1)

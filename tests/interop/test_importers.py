@@ -220,11 +220,16 @@ def test_openai_evals_readme_samples(eval_class, check, tmp_path) -> None:
             ["import", "inspect-log", "{data}/inspect/samples-md.json"],
             "expected a JSON object with 'eval'",
         ),
+        (
+            ["import", "promptfoo-results", "{tmp}/not-a-row.json"],
+            "results[1] must be an object; got 'oops'",
+        ),
     ],
 )
 def test_a_bad_source_is_one_line_naming_the_file_exit_2(argv, expected, tmp_path, capsys) -> None:
     (tmp_path / "missing-ref.yaml").write_text("prompts: ['x {{a}}']\ntests: file://nowhere.csv\n")
     (tmp_path / "fake.eval").write_text("not a zip")
+    (tmp_path / "not-a-row.json").write_text('{"results": [{"response": {}}, "oops"]}')
     argv = [a.format(data=DATA, tmp=tmp_path) for a in argv] + ["--out", str(tmp_path / "out")]
     assert main(argv) == 2
     err = capsys.readouterr().err
