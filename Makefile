@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint format bench bench-peers schema-doc images docs real-model clean
+.PHONY: setup demo lab test lint format bench bench-peers schema-doc images docs real-model clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,18 @@ setup: $(BIN)/.installed
 demo: setup
 	$(BIN)/evalnb demo
 
+# JupyterLab from .venv, serving notebooks/ on 127.0.0.1 only; no browser is opened. The token
+# goes through the environment (not the command line, which other users could read).
+LAB_PORT ?= 8888
+lab: setup
+	@token=$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(24))'); \
+	echo "JupyterLab starting in notebooks/. Open this address in your browser (Ctrl-C here stops it):"; \
+	echo "    http://127.0.0.1:$(LAB_PORT)/lab?token=$$token"; \
+	echo "(another port: make lab LAB_PORT=8890)"; \
+	cd notebooks && JUPYTER_TOKEN=$$token exec ../$(BIN)/jupyter lab --no-browser --allow-root \
+		--ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.port_retries=0 \
+		--ServerApp.log_level=WARN --LabApp.log_level=WARN
+
 # Inspect AI in an environment of its own (its pins clash with evalnb's dev tools): the tests
 # read evalnb's Inspect exports back with Inspect's own code.
 INSPECT_VENV := build/peers-venv
@@ -24,12 +36,15 @@ $(INSPECT_VENV)/.inspect-ai:
 	$(INSPECT_VENV)/bin/python -m pip install --quiet 'inspect-ai==0.3.285'
 	touch $@
 
+# pytest runs tests/test_docs.py too: it builds the documentation site (`mkdocs build --strict`,
+# the notebooks as stored) and checks it: every public name documented, no broken internal
+# link, the README a front page.
 test: setup $(INSPECT_VENV)/.inspect-ai
 	scripts/ensure_browser.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	INSPECT_AI_PYTHON=$(CURDIR)/$(INSPECT_VENV)/bin/python $(BIN)/pytest -n 4 --dist loadgroup
+	INSPECT_AI_PYTHON=$(CURDIR)/$(INSPECT_VENV)/bin/python $(BIN)/pytest -n 4 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check .
@@ -59,9 +74,14 @@ schema-doc: setup
 images: setup
 	$(BIN)/python docs/make_images.py
 
+# The documentation site (mkdocs.yml) into build/site: the guide, the API reference from the
+# docstrings and the six notebooks, executed (about 2-3 minutes; DOCS_EXECUTE=false renders
+# them as stored, without outputs). Open build/site/index.html. mkdocs-jupyter stores the
+# widget state as it executes: the pages keep the review panel and the progress bars.
+DOCS_EXECUTE ?= true
 docs: setup
-	mkdir -p build/docs
-	$(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.store_widget_state=True --output-dir build/docs notebooks/*.ipynb
+	NO_MKDOCS_2_WARNING=1 EVALNB_DOCS_EXECUTE=$(DOCS_EXECUTE) $(BIN)/mkdocs build --strict
+	@echo "The documentation site is in build/site/: open build/site/index.html"
 
 # Optional: llama.cpp's server and Gemma 3 270M (about 10 minutes the first time).
 real-model: setup

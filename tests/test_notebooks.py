@@ -102,10 +102,10 @@ def test_the_quickstart_reads_without_warnings_and_shows_its_verdicts(tmp_path):
 
 
 def test_docs_keep_the_widget_state_so_the_panel_shows(tmp_path):
-    # make docs executes with the widget state stored: the HTML then draws the panel and
-    # the progress bars instead of blank boxes.
-    makefile = (NOTEBOOKS.parent / "Makefile").read_text()
-    assert "--ExecutePreprocessor.store_widget_state=True" in makefile
+    # make docs executes the notebooks through mkdocs-jupyter, which stores the widget state:
+    # the pages then draw the panel and the progress bars instead of blank boxes.
+    config = (NOTEBOOKS.parent / "mkdocs.yml").read_text()
+    assert "- mkdocs-jupyter:" in config and "execute: !ENV [EVALNB_DOCS_EXECUTE, true]" in config
     notebook = nbformat.read(NOTEBOOKS / "04_review.ipynb", as_version=4)
     (index,) = [
         i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])
