@@ -19,3 +19,13 @@ def test_all_is_sorted_and_exactly_the_public_names():
 def test_every_public_name_has_a_docstring():
     for name in evalnb.__all__:
         assert inspect.getdoc(getattr(evalnb, name)), name
+
+
+def test_the_statistics_at_the_top_are_the_analysis_functions():
+    # evalnb.compare is evalnb.analysis.compare: one signature, checked once by
+    # tests/analysis/test_api.py.
+    import evalnb.analysis
+
+    for name in evalnb.analysis.__all__:
+        if name in evalnb.__all__:
+            assert getattr(evalnb, name) is getattr(evalnb.analysis, name), name

@@ -3,8 +3,13 @@
 Every statistics function takes a :class:`Run` (from :func:`load`) or a frame and
 returns a tidy DataFrame: one row per group, the group keys as columns, and the
 same column names throughout (``k``, ``n``, ``estimate``, ``low``, ``high``,
-``level``, ``method``...). Keywords are shared too: ``by=``, ``check=``,
-``level=``, ``method=``.
+``level``, ``method``...). The arguments follow one order::
+
+    rates(run_or_frame, by=..., *, check=..., level=..., method=...)
+
+the data first, ``by`` second where the function groups, everything else by keyword
+(the sides of a comparison too: ``compare(run, a="baseline", b="new")``). Only
+:func:`compare_runs` takes two runs as its data, the baseline first.
 """
 
 from evalnb.analysis._agreement import agreement, normalise_answer

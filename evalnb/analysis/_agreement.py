@@ -21,13 +21,35 @@ __all__ = ["agreement", "normalise_answer"]
 
 NORMALISED = "answer (normalised: strip, collapse white space, casefold)"
 _TOLERANCE = 1e-9
+#: The result's columns after the ``by`` keys.
+COLUMNS = [
+    "key",
+    "draws",
+    "answered",
+    "distinct",
+    "agreement",
+    "agreement_min",
+    "meets_min",
+    "mode_1",
+    "mode_1_count",
+    "mode_2",
+    "mode_2_count",
+    "check",
+    "k",
+    "n",
+    "incomplete",
+    "flaky",
+    "at",
+    "pass_at_k",
+    "pass_hat_k",
+]
 
 
 def agreement(
     data: Run | pd.DataFrame,
-    key: str = "canonical",
-    *,
     by: str | Sequence[str] = ("variant", "case_id"),
+    *,
+    key: str = "canonical",
     check: str = "all",
     at: int | Sequence[int] | None = None,
 ) -> pd.DataFrame:
@@ -67,7 +89,10 @@ def agreement(
     """
     by = _args.names("by", by)
     if "case_id" not in by:
-        raise ArgumentError(f"'by' must include 'case_id' (agreement is per case); got {by!r}")
+        raise ArgumentError(
+            f"'by' must include 'case_id' (agreement is per case; the column compared is "
+            f"key=); got {by!r}"
+        )
     if not isinstance(check, str):
         raise ArgumentError(f"'check' must be one check name (e.g. 'all'); got {check!r}")
     ks = None if at is None else _args.positive_ints("at", at)
@@ -99,29 +124,7 @@ def agreement(
     else:
         out["at"] = out["n"]
     out["pass_at_k"], out["pass_hat_k"] = _pass_k(out["k"], out["n"], out["at"])
-    columns = [
-        *by,
-        "key",
-        "draws",
-        "answered",
-        "distinct",
-        "agreement",
-        "agreement_min",
-        "meets_min",
-        "mode_1",
-        "mode_1_count",
-        "mode_2",
-        "mode_2_count",
-        "check",
-        "k",
-        "n",
-        "incomplete",
-        "flaky",
-        "at",
-        "pass_at_k",
-        "pass_hat_k",
-    ]
-    return display.shown(out[columns])
+    return display.shown(out[[*by, *COLUMNS]])
 
 
 def _from_run(

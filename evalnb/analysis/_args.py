@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number, is_whole
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 INTERVAL_METHODS = ("wilson", "agresti_coull", "beta", "jeffreys")
 
 
 def choice(name: str, value: Any, allowed: Iterable[T]) -> T:
-    """``value`` when it is one of ``allowed``; otherwise a ValueError naming all three."""
+    """``value`` when it is one of ``allowed``; otherwise an ArgumentError naming all three."""
     allowed = tuple(allowed)
     if value not in allowed:
         options = ", ".join(repr(a) for a in allowed)
@@ -89,3 +91,24 @@ def own_warnings(caught: Iterable[warnings.WarningMessage]) -> list[warnings.War
         else:
             own.append(w)
     return own
+
+
+def renamed(**replaced: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """Refuse keywords a function no longer takes, saying what to write instead
+    (``old="a= (the baseline run)"``). A call written for an old argument order must fail
+    loudly, never run with its arguments read the other way round."""
+
+    def decorate(function: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(function)
+        def checked(*args: P.args, **kwargs: P.kwargs) -> T:
+            used = [name for name in replaced if name in kwargs]
+            if used:
+                raise ArgumentError(
+                    f"{function.__name__}() no longer takes {' or '.join(map(repr, used))}: "
+                    f"write {' and '.join(replaced[name] for name in used)} instead"
+                )
+            return function(*args, **kwargs)
+
+        return checked
+
+    return decorate

@@ -34,12 +34,10 @@ from evalnb.analysis import _args
 from evalnb.analysis._exact import MAX_EXACT, sign_flip_p
 from evalnb.analysis._frames import KEY, Run, load
 from evalnb.analysis._rates import proportion_interval
-from evalnb.analysis._tally import ALL, case_field, sample_positions
+from evalnb.analysis._tally import Outcome, case_field, check_outcomes, sample_positions
 from evalnb.store._verdicts import VERDICTS, latest_verdicts
 
-__all__ = ["Calibration", "calibrate", "check_outcomes"]
-
-_FAIL, _PASS, _NULL, _ABSENT = 0, 1, 2, 3
+__all__ = ["Calibration", "calibrate"]
 
 #: The ``method`` of rows whose samples are all from different cases (or groups).
 INDEPENDENT = "wilson"
@@ -131,9 +129,9 @@ class Calibration:
 
 def calibrate(
     data: Run | str | os.PathLike[str] | pd.DataFrame,
+    *,
     check: str = "judge",
     annotator: str | Sequence[str] | None = None,
-    *,
     level: float = 0.95,
 ) -> Calibration:
     """Compare a check with human verdicts, per annotator, and annotators with each other.
@@ -225,37 +223,6 @@ def calibrate(
 # -- pairing verdicts with check outcomes -------------------------------------------------
 
 
-def check_outcomes(run: Run, check: str | None) -> tuple[np.ndarray, pd.DataFrame]:
-    """Per sample (positions in ``run.table("samples")``) one outcome code for ``check``.
-
-    Codes: 0 fail, 1 pass, 2 unscored, 3 no such check on the sample. ``check`` is a
-    check name, a check type, ``"all"``, or None (``"all"``). Also returns the selected
-    check rows with their sample ``position``.
-    """
-    samples = run.table("samples", ["status"])
-    checks = run.table("checks", ["check_type", "outcome", "detail"])
-    names = [str(c) for c in checks["check"].cat.categories]
-    types = sorted({str(t) for t in checks["check_type"].dropna().unique()})
-    if check is None or check == ALL:
-        chosen = np.ones(len(checks), dtype=bool)
-    elif check in names:
-        chosen = (checks["check"] == check).to_numpy(dtype=bool)
-    elif check in types:
-        chosen = (checks["check_type"].astype(object) == check).to_numpy(dtype=bool)
-    else:
-        options = ", ".join(repr(c) for c in [*types, *names, ALL])
-        raise ArgumentError(f"'check' must be a check type or name ({options}); got {check!r}")
-    rows = checks[chosen]
-    position = sample_positions(samples, rows) if len(rows) else np.zeros(0, dtype=np.int64)
-    known = position >= 0
-    rows = rows[known].assign(position=position[known])
-    outcome = rows["outcome"].astype("boolean").to_numpy(dtype=np.int8, na_value=_NULL)
-    codes = np.full(len(samples), _ABSENT, dtype=np.int8)
-    # fail (0) < pass (1) < unscored (2): the smallest code of a sample's checks is its own
-    np.minimum.at(codes, rows["position"].to_numpy(), outcome)
-    return codes, rows
-
-
 def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
     codes, rows = check_outcomes(run, check)
     samples = run.table("samples", ["status"])
@@ -264,8 +231,8 @@ def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
     verdicts = verdicts[position >= 0].reset_index(drop=True)
     position = position[position >= 0]
     code = codes[position]
-    outcome = pd.array(np.where(code <= _PASS, code == _PASS, False), dtype="boolean")
-    outcome[code > _PASS] = pd.NA
+    outcome = pd.array(code == Outcome.PASS, dtype="boolean")
+    outcome[code > Outcome.PASS] = pd.NA
     pairs = pd.DataFrame({c: verdicts[c].astype(object) for c in KEY if c != "repeat"})
     pairs["repeat"] = verdicts["repeat"].to_numpy()
     pairs = pairs[KEY]
@@ -275,9 +242,9 @@ def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
     pairs["reason"] = verdicts["reason"].astype(object).to_numpy()
     pairs["detail"] = _details(rows, position)
     pairs["unit"] = case_field(run, pairs, "group") if len(pairs) else []
-    scored = int((codes <= _PASS).sum())
+    scored = int((codes <= Outcome.PASS).sum())
     reviewed_scored = (
-        pd.Series(code <= _PASS).groupby(pairs["annotator"].to_numpy()).sum().astype(int)
+        pd.Series(code <= Outcome.PASS).groupby(pairs["annotator"].to_numpy()).sum().astype(int)
     )
     unreviewed = {a: scored - int(k) for a, k in reviewed_scored.items()}
     return pairs, unreviewed

@@ -16,21 +16,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis import _args
 from evalnb.analysis import _display as display
-from evalnb.analysis._cluster import clustered_mean, group_ids
-from evalnb.analysis._exact import (
-    conditional_mcnemar_interval,
-    sign_flip_min_p,
-    sign_flip_p,
-    stratified_exact_p,
-)
+from evalnb.analysis._exact import sign_flip_min_p
 from evalnb.analysis._frames import Run
+from evalnb.analysis._paired import FEW_GROUPS, PairedTest, Pairs, paired_test
 from evalnb.analysis._tally import has_column, require_cases, tallies
 
 __all__ = ["compare", "compare_cases"]
@@ -38,8 +31,6 @@ __all__ = ["compare", "compare_cases"]
 MODES = ("random", "fixed")
 #: statsmodels ``multipletests`` methods offered for several comparisons, and "none".
 ADJUSTMENTS = ("holm", "bonferroni", "fdr_bh", "none")
-#: Below this many groups the t verdict also needs the exact sign-flip test.
-FEW_GROUPS = 10
 B_BETTER = "B better"
 A_BETTER = "A better"
 CANT_TELL = "can't tell yet"
@@ -48,11 +39,11 @@ _ZERO = 1e-12
 
 def compare(
     data: Run | pd.DataFrame,
+    by: str | Sequence[str] | None = None,
+    *,
     a: str | None = None,
     b: str | Sequence[str] | None = None,
-    *,
     check: str | Sequence[str] | None = "all",
-    by: str | Sequence[str] | None = None,
     on: str = "variant",
     mode: str = "random",
     source: str = "checks",
@@ -61,10 +52,11 @@ def compare(
 ) -> pd.DataFrame:
     """Is ``b`` better than ``a``? Paired per-case differences of pass rates (B - A).
 
-    Only cases both ran (with at least one scored sample each) are paired. ``a`` and
-    ``b`` are values of ``on`` (variant names by default; ``on="run_id"`` compares
-    runs). ``b`` may be a list: ``a`` against each. With ``a`` alone, ``a`` against every
-    other value; with neither, the only two values, or every pair when there are more.
+    Only cases both ran (with at least one scored sample each) are paired. ``a`` (the
+    baseline) and ``b`` are values of ``on`` (variant names by default; ``on="run_id"``
+    compares runs), given by keyword so that they cannot be swapped unseen. ``b`` may be
+    a list: ``a`` against each. With ``a`` alone, ``a`` against every other value; with
+    neither, the only two values, or every pair when there are more.
     Several comparisons are adjusted for multiplicity (``adjust``, Holm by default, per
     ``by`` group and check): five prompt variants are not five uncorrected tests.
 
@@ -153,141 +145,34 @@ def _pairs(values: list[str], a: Any, b: Any, on: str) -> list[tuple[str, str]]:
 
 
 def _compare_pair(
-    wide: pd.DataFrame,
-    a: str,
-    b: str,
-    keys: list[str],
-    cluster: str,
-    mode: str,
-    level: float,
+    wide: pd.DataFrame, a: str, b: str, keys: list[str], cluster: str, mode: str, level: float
 ) -> pd.DataFrame:
-    paired = wide[wide["paired"]].reset_index(drop=True)
-    ids, out = group_ids(paired, keys)
-    size = len(out)
-    k_a = paired["k_a"].to_numpy(dtype=float)
-    k_b = paired["k_b"].to_numpy(dtype=float)
-    n_a = paired["n_a"].to_numpy(dtype=float)
-    n_b = paired["n_b"].to_numpy(dtype=float)
-    rate_a, rate_b = k_a / np.maximum(n_a, 1), k_b / np.maximum(n_b, 1)
-    diff = rate_b - rate_a
-    clusters = paired[cluster].astype(object).to_numpy()
-    spread = clustered_mean(diff, ids, clusters, size)
-    cases = spread["cases"].astype(float)
-    groups = spread["groups"]
-    mean = spread["mean"]
-    alpha = 1 - level
-    # Agresti-Caffo: one pass and one fail added per case and side; never 0.
-    adjusted = _adjusted_variance(k_a, n_a) + _adjusted_variance(k_b, n_b)
-    floor = np.sqrt(np.bincount(ids, weights=adjusted, minlength=size)) / cases
-
-    if mode == "random":
-        se, df = spread["se"], spread["df"]
-        critical = stats.t.ppf(1 - alpha / 2, np.maximum(df, 1))
-        what = "paired t across cases"
-    else:
-        within = _binomial_variance(rate_a, n_a) + _binomial_variance(rate_b, n_b)
-        se = np.sqrt(np.bincount(ids, weights=within, minlength=size)) / cases
-        df = np.full(size, np.inf)
-        critical = np.full(size, stats.norm.ppf(1 - alpha / 2))
-        what = "fixed cases: within-case binomial variance, normal interval"
-    flat = ~(se > _ZERO) & (groups >= 2 if mode == "random" else cases > 0)
-    se = np.where(flat, floor, se)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if mode == "random":
-            p_value = 2 * stats.t.sf(np.abs(mean / se), np.maximum(df, 1))
-        else:
-            p_value = 2 * stats.norm.sf(np.abs(mean / se))
-    low = np.maximum(mean - critical * se, -1.0)
-    high = np.minimum(mean + critical * se, 1.0)
-    method = np.full(size, what, dtype=object)
-    exact_method = np.full(size, "", dtype=object)
-    p_exact = np.full(size, np.nan)
-    min_p = np.zeros(size)
-    notes: list[list[str]] = [[] for _ in range(size)]
-    unit = np.where(groups == cases, "cases", "groups")
-
-    single = np.bincount(ids, weights=((n_a == 1) & (n_b == 1)).astype(float), minlength=size)
-    single = single == cases
-    # The exact tests: over group sums of the differences, or the per-case 2x2 tables.
-    order = np.argsort(ids, kind="stable")
-    members = np.split(order, np.cumsum(np.bincount(ids, minlength=size))[:-1])
-    sums = [_group_sums(diff[rows], clusters[rows]) for rows in members]
-    moved = np.array([int(np.sum(np.abs(v) > _ZERO)) for v in sums])
-    few = (groups < FEW_GROUPS) | flat
-    if mode == "random":
-        wanted = np.flatnonzero(few & ~single)
-        p_exact[wanted] = sign_flip_p([sums[g] for g in wanted])
-        exact_method[wanted] = np.where(
-            unit[wanted] == "cases", "sign-flip over cases", "sign-flip over groups"
-        )
-        min_p[wanted] = sign_flip_min_p(groups[wanted])
-    else:
-        for g in np.flatnonzero(~single):
-            rows = members[g]
-            p_exact[g], min_p[g] = stratified_exact_p(k_a[rows], n_a[rows], k_b[rows], n_b[rows])
-            exact_method[g] = "exact conditional test of the per-case 2x2 tables"
-    for g in np.flatnonzero(single):
-        rows = members[g]
-        passed_a, passed_b = rate_a[rows] == 1, rate_b[rows] == 1
-        b_only, a_only = int(np.sum(~passed_a & passed_b)), int(np.sum(passed_a & ~passed_b))
-        if unit[g] == "cases":
-            table = [[np.sum(passed_a & passed_b), a_only], [b_only, np.sum(~passed_a & ~passed_b)]]
-            p_value[g] = mcnemar(table, exact=True).pvalue
-            exact_method[g] = "exact McNemar"
-        else:
-            p_value[g] = sign_flip_p([sums[g]])[0]
-            exact_method[g] = "exact McNemar over groups (sign-flip of group sums)"
-        p_exact[g] = p_value[g]
-        min_p[g] = sign_flip_min_p(groups[g])
-        low[g], high[g] = conditional_mcnemar_interval(b_only, a_only, int(cases[g]), level)
-        se[g] = np.nan
-        method[g] = (
-            "exact McNemar (one sample per case and side); interval: conditional "
-            "Clopper-Pearson, the one the test inverts"
-        )
-    for i in range(size):
-        where = f"{int(groups[i])} {unit[i]}"
-        if min_p[i] >= alpha:
-            notes[i].append(
-                f"no outcome with {where} can reach p < {alpha:g} (the smallest exact p is "
-                f"{min_p[i]:.3g}): the verdict can only be can't tell yet"
-                + ("; add cases" if mode == "random" else "")
-            )
-        elif (single[i] or (mode == "random" and few[i])) and sign_flip_min_p(moved[i]) >= alpha:
-            what_moved = "discordant cases" if single[i] else f"{unit[i]} moved"
-            notes[i].append(f"only {moved[i]} {what_moved}: no p < {alpha:g} is possible from them")
-        if flat[i] and not single[i]:
-            notes[i].append(
-                "every per-case difference is the same: the standard error is the "
-                "within-case binomial one (Agresti-Caffo), not 0"
-            )
-        if not single[i] and p_value[i] < alpha <= p_exact[i] and min_p[i] < alpha:
-            notes[i].append(f"the exact test ({exact_method[i]}) does not agree")
-
+    """One comparison (A, B) per ``by`` group and check: the design's test, then the rows."""
+    pairs = Pairs.of(wide[wide["paired"]].reset_index(drop=True), keys, cluster)
+    test = paired_test(pairs, mode, level)
+    out = pairs.keys.copy()
     out.insert(len(keys), "a", a)
     out.insert(len(keys) + 1, "b", b)
-    out["cases"] = spread["cases"]
-    out["groups"] = groups
-    out["repeats_a"] = _mean_by(n_a, ids, cases)
-    out["repeats_b"] = _mean_by(n_b, ids, cases)
-    out["rate_a"] = _mean_by(rate_a, ids, cases)
-    out["rate_b"] = _mean_by(rate_b, ids, cases)
-    out["diff"] = mean
-    out["se"] = se
-    out["df"] = df
-    out["low"] = low
-    out["high"] = high
+    out["cases"] = pairs.spread["cases"]
+    out["groups"] = pairs.groups
+    out["repeats_a"] = _mean_by(pairs.n_a, pairs.ids, pairs.cases)
+    out["repeats_b"] = _mean_by(pairs.n_b, pairs.ids, pairs.cases)
+    out["rate_a"] = _mean_by(pairs.rate_a, pairs.ids, pairs.cases)
+    out["rate_b"] = _mean_by(pairs.rate_b, pairs.ids, pairs.cases)
+    out["diff"] = pairs.mean
+    for column in ("se", "df", "low", "high"):
+        out[column] = getattr(test, column)
     out["level"] = level
-    out["p_value"] = p_value
-    out["p_exact"] = p_exact
-    out["min_p"] = min_p
-    out["p_adjusted"] = np.fmax(p_value, p_exact)
-    out["correlation"] = _correlation(rate_a, rate_b, ids, size)
-    out["note"] = ["; ".join(n) for n in notes]
+    out["p_value"] = test.p_value
+    out["p_exact"] = test.p_exact
+    out["min_p"] = test.min_p
+    out["p_adjusted"] = np.fmax(test.p_value, test.p_exact)
+    out["correlation"] = _correlation(pairs.rate_a, pairs.rate_b, pairs.ids, pairs.size)
+    out["note"] = _notes(pairs, test, mode, 1 - level)
     out["verdict"] = CANT_TELL
     out["mode"] = mode
-    out["method"] = method
-    out["exact_method"] = exact_method
+    out["method"] = test.method
+    out["exact_method"] = test.exact_method
     unpaired = (
         wide[~wide["paired"]].groupby(keys, observed=True, dropna=False).size()
         if (~wide["paired"]).any()
@@ -296,6 +181,35 @@ def _compare_pair(
     index = pd.MultiIndex.from_frame(out[keys]) if len(keys) > 1 else pd.Index(out["check"])
     out["unpaired"] = unpaired.reindex(index, fill_value=0).to_numpy().astype(np.int64)
     return out
+
+
+def _notes(pairs: Pairs, test: PairedTest, mode: str, alpha: float) -> list[str]:
+    """What the reader must know before each verdict, one text per group."""
+    moved = [int(np.sum(np.abs(v) > _ZERO)) for v in pairs.sums]
+    few = (pairs.groups < FEW_GROUPS) | test.flat
+    texts = []
+    for i in range(pairs.size):
+        single, notes = pairs.single[i], []
+        where = f"{int(pairs.groups[i])} {pairs.unit[i]}"
+        if test.min_p[i] >= alpha:
+            notes.append(
+                f"no outcome with {where} can reach p < {alpha:g} (the smallest exact p is "
+                f"{test.min_p[i]:.3g}): the verdict can only be can't tell yet"
+                + ("; add cases" if mode == "random" else "")
+            )
+        elif (single or (mode == "random" and few[i])) and sign_flip_min_p(moved[i]) >= alpha:
+            what_moved = "discordant cases" if single else f"{pairs.unit[i]} moved"
+            notes.append(f"only {moved[i]} {what_moved}: no p < {alpha:g} is possible from them")
+        if test.flat[i] and not single:
+            notes.append(
+                "every per-case difference is the same: the standard error is the "
+                "within-case binomial one (Agresti-Caffo), not 0"
+            )
+        p_value, p_exact = test.p_value[i], test.p_exact[i]
+        if not single and p_value < alpha <= p_exact and test.min_p[i] < alpha:
+            notes.append(f"the exact test ({test.exact_method[i]}) does not agree")
+        texts.append("; ".join(notes))
+    return texts
 
 
 def _adjust(out: pd.DataFrame, keys: list[str], adjust: str, alpha: float) -> pd.DataFrame:
@@ -330,11 +244,11 @@ def _adjust(out: pd.DataFrame, keys: list[str], adjust: str, alpha: float) -> pd
 
 def compare_cases(
     data: Run | pd.DataFrame,
+    by: str | Sequence[str] | None = None,
+    *,
     a: str | None = None,
     b: str | None = None,
-    *,
     check: str | Sequence[str] | None = "all",
-    by: str | Sequence[str] | None = None,
     on: str = "variant",
     source: str = "checks",
 ) -> pd.DataFrame:
@@ -374,6 +288,7 @@ def side_counts(
                 f"'by' must not include {reserved!r}: a comparison pairs {on} values within "
                 f"cases; got {by!r}"
             )
+    _no_side_in_by(data, by, on)
     cluster = "group" if has_column(data, "group") else "case_id"
     extra = [cluster] if cluster != "case_id" else []
     counts = tallies(data, [*by, on, "case_id", *extra], check=check, source=source)
@@ -382,6 +297,26 @@ def side_counts(
         present = set(values)
         values = [str(v) for v in counts[on].cat.categories if str(v) in present]
     return counts, values, cluster
+
+
+def _no_side_in_by(data: Any, by: list[str], on: str) -> None:
+    """A side named where ``by`` goes (``compare(run, "v1")``, the order of old) is an
+    error that says so, not a column that is missing."""
+    if not isinstance(data, Run | pd.DataFrame):
+        return
+    unknown = [c for c in by if not has_column(data, c)]
+    if not unknown:
+        return
+    if isinstance(data, Run):
+        values = data.variants if on == "variant" else data.run_ids if on == "run_id" else []
+    else:
+        values = data[on].dropna().unique() if on in data.columns else []
+    sides = [c for c in unknown if c in {str(v) for v in values}]
+    if sides:
+        raise ArgumentError(
+            f"'by' must name columns to group by; got {sides[0]!r}, one of the {on} values: "
+            f"name the sides with the keywords a= (the baseline) and b="
+        )
 
 
 def _wide(counts: pd.DataFrame, a: str, b: str, *, by: list[str], on: str, cluster: str) -> Any:
@@ -408,11 +343,6 @@ def _wide(counts: pd.DataFrame, a: str, b: str, *, by: list[str], on: str, clust
     return wide.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
-def _binomial_variance(rate: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Unbiased variance of a per-case rate from ``n`` draws: p(1-p)/(n-1)."""
-    return rate * (1 - rate) / np.maximum(n - 1, 1)
-
-
 def _holm(p: np.ndarray, family: np.ndarray) -> np.ndarray:
     """Holm's step-down adjustment within each family, all families at once.
 
@@ -433,18 +363,6 @@ def _holm(p: np.ndarray, family: np.ndarray) -> np.ndarray:
     out = np.full(len(p), np.nan)
     out[order] = running
     return out
-
-
-def _adjusted_variance(k: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Variance of a per-case rate with one pass and one fail added (Agresti-Caffo)."""
-    rate = (k + 1) / (n + 2)
-    return rate * (1 - rate) / (n + 2)
-
-
-def _group_sums(diff: np.ndarray, clusters: np.ndarray) -> np.ndarray:
-    """Per-case differences summed within each group: the units whose signs are flipped."""
-    codes = pd.factorize(pd.Series(clusters, dtype=object))[0]
-    return np.bincount(codes, weights=diff)
 
 
 def _mean_by(values: np.ndarray, ids: np.ndarray, cases: np.ndarray) -> np.ndarray:

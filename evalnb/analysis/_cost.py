@@ -28,11 +28,14 @@ _TOKENS = ["prompt_tokens", "completion_tokens"]
 
 def costs(
     data: Run | pd.DataFrame,
-    prices: Mapping[str, tuple[float, float]] | str | os.PathLike[str],
     by: str | Sequence[str] | None = "variant",
+    *,
+    prices: Mapping[str, tuple[float, float]] | str | os.PathLike[str],
 ) -> pd.DataFrame:
     """Tokens and cost per ``by`` group (``None``: the whole run; add ``case_id`` and
-    ``repeat`` for one row per sample), from the token counts stored per sample.
+    ``repeat`` for one row per sample), from the token counts stored per sample and the
+    ``prices`` (a price table file, or a mapping of model to (input, output) dollars per
+    million tokens).
 
     A sample is priced by its ``model`` (as the server reported it). A sample without
     token counts, or of a model the table lacks, is ``unpriced``: it adds nothing to

@@ -117,8 +117,9 @@ class GatePolicy:
         return [name for name, on in chosen if on]
 
 
-def gate(data: Run | pd.DataFrame, policy: GatePolicy | Mapping[str, Any]) -> pd.DataFrame:
-    """Check ``policy`` against a run: one row per rule and variant.
+def gate(data: Run | pd.DataFrame, *, policy: GatePolicy | Mapping[str, Any]) -> pd.DataFrame:
+    """Check ``policy`` (a :class:`GatePolicy` or a mapping of its fields) against a run:
+    one row per rule and variant.
 
     Returns:
         DataFrame with columns ``rule``, ``variant``, ``check``, ``value`` (the number
@@ -126,7 +127,7 @@ def gate(data: Run | pd.DataFrame, policy: GatePolicy | Mapping[str, Any]) -> pd
         (bool) and ``detail`` (the counts behind it, and which cases failed). The run
         passes when ``result["passed"].all()``.
 
-    >>> result = evalnb.gate(run, {"min_rate": 0.9, "every_case_passes": True})  # doctest: +SKIP
+    >>> evalnb.gate(run, policy={"min_rate": 0.9, "every_case_passes": True})  # doctest: +SKIP
     """
     if not isinstance(policy, GatePolicy):
         policy = GatePolicy.from_mapping(policy)
@@ -353,7 +354,7 @@ def _baseline_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list[d
         raise ArgumentError("'baseline' compares whole runs; it cannot be combined with 'split'")
     assert policy.baseline is not None  # gate() skips the rule when it is None
     result = compare_runs(
-        data, policy.baseline, margin=policy.margin, check=policy.check, level=policy.level
+        policy.baseline, data, margin=policy.margin, check=policy.check, level=policy.level
     )
     rows = []
     for variant in variants:

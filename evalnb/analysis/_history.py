@@ -172,11 +172,11 @@ def _rows(
     )
     paired = pd.DataFrame()
     if before is not None:
-        worse = compare_runs(run, before[1], check=check, level=level, margin=margin)
-        better = compare_runs(before[1], run, check=check, level=level, margin=margin)
+        worse = compare_runs(before[1], run, check=check, level=level, margin=margin)
+        better = compare_runs(run, before[1], check=check, level=level, margin=margin)
         reverse = better.set_index("variant")["verdict"].rename("verdict_reverse")
         paired = worse.set_index("variant").join(reverse)
-    spent = costs(run, prices).set_index("variant") if prices is not None else None
+    spent = costs(run, prices=prices).set_index("variant") if prices is not None else None
     rows = []
     for variant in (str(v) for v in run.variants):
         rate = suite.loc[variant] if variant in suite.index else None

@@ -32,9 +32,10 @@ from statsmodels.stats.power import TTestPower
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number
 from evalnb.analysis import _args
-from evalnb.analysis._compare import FEW_GROUPS, paired_counts
+from evalnb.analysis._compare import paired_counts
 from evalnb.analysis._exact import mcnemar_power, sign_flip_min_p
 from evalnb.analysis._frames import Run
+from evalnb.analysis._paired import FEW_GROUPS, agresti_caffo_variance
 from evalnb.analysis._tally import require_cases, tallies
 
 __all__ = ["power"]
@@ -51,6 +52,21 @@ _DRAWS = 4000
 _SEED = 20240601
 # Above this many repeats the binomial draws of a few-case simulation are normal enough.
 _BINOMIAL_UP_TO = 10_000
+COLUMNS = [
+    "solve_for",
+    "cases",
+    "repeats",
+    "samples",
+    "diff",
+    "power",
+    "level",
+    "sd",
+    "within_var",
+    "between_var",
+    "variance_source",
+    "method",
+    "note",
+]
 
 
 def power(
@@ -97,6 +113,36 @@ def power(
     >>> evalnb.power(rate=0.8, cases=[20, 40], repeats=5)     # doctest: +SKIP
     """
     level = _args.level(level)
+    rate = _checked(power, rate, between_var, within_var)
+    estimate = _from_pilot(pilot, a, b, check) if pilot is not None else {}
+    if rate is None:
+        rate = estimate.get("rate")
+    within, source = _within(within_var, estimate, rate)
+    if between_var is not None:
+        between, between_source = float(between_var), "given"
+    elif "between_var" in estimate:
+        between, between_source = estimate["between_var"], estimate["between_source"]
+    else:
+        between, between_source = 0.0, "assumed 0 (give between_var or a pilot)"
+    solve, case_list, repeat_list, diff_list = _designs(cases, repeats, diff, rate, estimate)
+    alpha = 1 - level
+    rows = []
+    for c, r, d in itertools.product(
+        case_list or (None,), repeat_list or (None,), diff_list or (None,)
+    ):
+        design = _Design(rate, within, between, alpha, power)
+        row = design.solve(solve, c, r, d)
+        row.update(
+            level=level,
+            between_var=between,
+            variance_source=f"within: {source}; between: {between_source}",
+        )
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _checked(power: Any, rate: Any, between_var: Any, within_var: Any) -> float | None:
+    """``rate`` as a float (or None), once every number given is checked."""
     if not is_number(power, 0, 1, open_low=True, open_high=True):
         raise ArgumentError(f"'power' must be a number between 0 and 1 (e.g. 0.8); got {power!r}")
     if rate is not None:
@@ -104,33 +150,35 @@ def power(
     for name, value in (("between_var", between_var), ("within_var", within_var)):
         if value is not None and (not is_number(value, 0)):
             raise ArgumentError(f"{name!r} must be a non-negative number; got {value!r}")
+    return rate
 
-    estimate = _from_pilot(pilot, a, b, check) if pilot is not None else {}
-    if rate is None:
-        rate = estimate.get("rate")
-    within: float | None
+
+def _within(
+    within_var: float | None, estimate: dict[str, Any], rate: float | None
+) -> tuple[float | None, str]:
+    """The per-draw variance of A plus B's, and where it came from; None: binomial at the
+    rates, worked out per design."""
     if within_var is not None:
-        within, source = 2 * float(within_var), "given"
-    elif estimate.get("within_sum"):
-        within, source = estimate["within_sum"], estimate["source"]
-    elif "within_sum" in estimate:
+        return 2 * float(within_var), "given"
+    if estimate.get("within_sum"):
+        return estimate["within_sum"], estimate["source"]
+    if "within_sum" in estimate:
         # Every pilot case passed (or failed) every draw: that is not zero variance, only
         # too few draws to see any; the binomial variance at the rates stands in.
-        within, source = None, f"rate {rate:g} ({estimate['source']} shows no variance)"
-    elif rate is not None:
-        within, source = None, f"rate {rate:g}"
-    else:
-        raise ArgumentError(
-            "'rate' (the baseline pass rate), 'within_var' or a 'pilot' run is needed to "
-            "know the within-case variance; got none"
-        )
-    if between_var is not None:
-        between, between_source = float(between_var), "given"
-    elif "between_var" in estimate:
-        between, between_source = estimate["between_var"], estimate["between_source"]
-    else:
-        between, between_source = 0.0, "assumed 0 (give between_var or a pilot)"
+        return None, f"rate {rate:g} ({estimate['source']} shows no variance)"
+    if rate is not None:
+        return None, f"rate {rate:g}"
+    raise ArgumentError(
+        "'rate' (the baseline pass rate), 'within_var' or a 'pilot' run is needed to "
+        "know the within-case variance; got none"
+    )
 
+
+def _designs(
+    cases: Any, repeats: Any, diff: Any, rate: float | None, estimate: dict[str, Any]
+) -> tuple[str, list[int] | None, list[int] | None, list[float] | None]:
+    """What is solved for (what is left out), and the cases, repeats and differences to
+    take the designs from (a pilot's design fills in what is not given)."""
     if diff is None:
         solve = "diff"
     elif cases is None:
@@ -139,8 +187,8 @@ def power(
         solve = "repeats"
     else:
         solve = "power"
-    case_list = _designs("cases", cases, estimate.get("cases"), minimum=2)
-    repeat_list = _designs("repeats", repeats, estimate.get("repeats"), minimum=1)
+    case_list = _counts("cases", cases, estimate.get("cases"), minimum=2)
+    repeat_list = _counts("repeats", repeats, estimate.get("repeats"), minimum=1)
     diff_list = None if diff is None else _diffs(diff)
     if rate is not None:
         for step in diff_list or []:
@@ -161,36 +209,7 @@ def power(
         case_list = None
     elif solve == "repeats":
         repeat_list = None
-
-    alpha = 1 - level
-    rows = []
-    for c, r, d in itertools.product(
-        case_list or (None,), repeat_list or (None,), diff_list or (None,)
-    ):
-        design = _Design(rate, within, between, alpha, power)
-        row = design.solve(solve, c, r, d)
-        row.update(
-            level=level,
-            between_var=between,
-            variance_source=f"within: {source}; between: {between_source}",
-        )
-        rows.append(row)
-    columns = [
-        "solve_for",
-        "cases",
-        "repeats",
-        "samples",
-        "diff",
-        "power",
-        "level",
-        "sd",
-        "within_var",
-        "between_var",
-        "variance_source",
-        "method",
-        "note",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    return solve, case_list, repeat_list, diff_list
 
 
 class _Design:
@@ -535,7 +554,7 @@ def _binomial_within(rate: float, diff: float | None) -> float:
     return rate * (1 - rate) + other * (1 - other)
 
 
-def _designs(name: str, value: Any, fallback: Any, *, minimum: int) -> list[int] | None:
+def _counts(name: str, value: Any, fallback: Any, *, minimum: int) -> list[int] | None:
     if value is None:
         return None if fallback is None else [fallback]
     values = _args.positive_ints(name, value)
@@ -578,7 +597,7 @@ def _few_case_binomial_power(
     diffs = (k_b - k_a) / repeats
     mean = diffs.mean(axis=1)
     se = diffs.std(axis=1, ddof=1) / math.sqrt(cases)
-    adjusted = _adjusted(k_a, repeats) + _adjusted(k_b, repeats)
+    adjusted = agresti_caffo_variance(k_a, repeats) + agresti_caffo_variance(k_b, repeats)
     floor = np.sqrt(adjusted.sum(axis=1)) / cases
     se = np.where(se > 1e-12, se, floor)
     p_t = 2 * stats.t.sf(np.abs(mean / se), cases - 1)
@@ -587,9 +606,3 @@ def _few_case_binomial_power(
     observed = np.abs(diffs.sum(axis=1))[:, None]
     p_flip = (flipped >= observed - 1e-9).mean(axis=1)
     return float(np.mean((p_t < alpha) & (p_flip < alpha)))
-
-
-def _adjusted(k: np.ndarray, n: int) -> np.ndarray:
-    """Agresti-Caffo variance of a rate, as compare's floor uses."""
-    rate = (k + 1) / (n + 2)
-    return rate * (1 - rate) / (n + 2)

@@ -33,11 +33,17 @@ from scipy import stats
 
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis import _args
-from evalnb.analysis._calibrate import check_outcomes
 from evalnb.analysis._cluster import group_ids
 from evalnb.analysis._compare import A_BETTER, B_BETTER, CANT_TELL
 from evalnb.analysis._frames import KEY, Run, load
-from evalnb.analysis._tally import case_field, require_cases, sample_positions
+from evalnb.analysis._tally import (
+    Outcome,
+    case_field,
+    check_outcomes,
+    require_cases,
+    sample_positions,
+)
+from evalnb.store import SAMPLES_SCHEMA
 from evalnb.store._verdicts import VERDICTS, latest_verdicts
 
 __all__ = ["ppi_compare", "ppi_rate"]
@@ -48,9 +54,9 @@ _ZERO = 1e-12
 
 def ppi_rate(
     data: Run | str | os.PathLike[str] | pd.DataFrame,
-    check: str = "judge",
     by: str | Sequence[str] | None = "variant",
     *,
+    check: str = "judge",
     annotator: str | Sequence[str] | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
@@ -126,9 +132,9 @@ def ppi_rate(
 
 def ppi_compare(
     data: Run | str | os.PathLike[str] | pd.DataFrame,
+    *,
     a: str | None = None,
     b: str | None = None,
-    *,
     check: str = "judge",
     annotator: str | Sequence[str] | None = None,
     level: float = 0.95,
@@ -341,15 +347,21 @@ def _samples(data: Any, check: str, by: list[str], annotator: Any) -> pd.DataFra
     if isinstance(data, pd.DataFrame):
         return _frame_samples(data, by, wanted)
     run = data if isinstance(data, Run) else load(data)
+    unknown = [c for c in by if c not in SAMPLES_SCHEMA.names]
+    if unknown:
+        raise ArgumentError(
+            f"'by' must name samples columns ({', '.join(SAMPLES_SCHEMA.names)}); got "
+            f"{unknown!r} (the check is chosen with the keyword check=)"
+        )
     codes, _ = check_outcomes(run, check)
     samples = run.table("samples", list(dict.fromkeys(["status", *by])))
     verdicts = latest_verdicts(run.table("verdicts"))
     verdicts = _pick(verdicts, wanted)
     position = sample_positions(samples, verdicts) if len(verdicts) else np.zeros(0, np.int64)
     human = _human_per_sample(verdicts["verdict"], position, len(samples))
-    scored = codes <= 1
+    scored = codes <= Outcome.PASS
     frame = samples.loc[scored, [c for c in dict.fromkeys(["run_id", "case_id", *by])]]
-    frame = frame.assign(judge=(codes[scored] == 1).astype(float), human=human[scored])
+    frame = frame.assign(judge=(codes[scored] == Outcome.PASS).astype(float), human=human[scored])
     frame["unit"] = case_field(run, frame, "group") if len(frame) else []
     for column in [*by, "case_id"]:
         frame[column] = frame[column].astype(object)

@@ -32,25 +32,29 @@ NO_WORSE = "no worse"
 OLD, NEW = "baseline", "run"
 
 
+@_args.renamed(old="a= (the baseline run)", new="b= (the run to judge)")
 def compare_runs(
-    new: Run | str | os.PathLike[str],
-    old: Run | str | os.PathLike[str],
+    a: Run | str | os.PathLike[str],
+    b: Run | str | os.PathLike[str],
     *,
     margin: float = 0.0,
     check: str = "all",
     mode: str = "fixed",
     level: float = 0.95,
 ) -> pd.DataFrame:
-    """Is ``new`` worse than ``old``, the baseline run? One row per variant, paired by case.
+    """Is run ``b`` worse than ``a``, the baseline run? One row per variant, paired by case.
 
-    Both runs are counted per case (``k`` passes of ``n`` scored samples, incomplete
-    samples failing), then :func:`evalnb.compare` pairs them case by case within each
-    variant (``B`` is the new run, ``A`` the baseline). ``mode="fixed"`` (the default)
+    The baseline comes first, as in :func:`evalnb.compare` (``a`` the baseline, ``b`` the
+    one to judge); the keywords ``old=`` and ``new=`` of earlier versions are refused with
+    an error rather than read in either order. Both runs are counted per case (``k``
+    passes of ``n`` scored samples, incomplete samples failing), then
+    :func:`evalnb.compare` pairs them case by case within each variant (``B`` is the new
+    run, ``A`` the baseline). ``mode="fixed"`` (the default)
     asks "on exactly these cases": the noise is the draws inside each case, which is the
     question a regression suite asks of its own cases, and it can decide with a handful of
     cases and many repeats; ``mode="random"`` generalises to new cases (and needs many).
 
-    The verdict, for the difference ``new - old`` and its interval at ``level``:
+    The verdict, for the difference ``b - a`` and its interval at ``level``:
 
     - "worse" when ``compare`` finds the baseline better and the whole interval lies
       below ``-margin``;
@@ -73,14 +77,14 @@ def compare_runs(
         - ``changed``: paired cases whose definition differs between the runs;
         - ``unmatched``: the case ids behind ``only_new``/``only_old``, as text.
 
-    >>> evalnb.compare_runs("runs/week2", "runs/week1", margin=0.05)  # doctest: +SKIP
+    >>> evalnb.compare_runs("runs/week1", "runs/week2", margin=0.05)  # doctest: +SKIP
     """
     margin = _args.fraction("margin", margin)
     _args.choice("mode", mode, MODES)
     level = _args.level(level)
     if not isinstance(check, str):
         raise TypeError(f"'check' must be one check name; got {check!r}")
-    new_run, old_run = _run("new", new), _run("old", old)
+    old_run, new_run = _run("a", "baseline", a), _run("b", "new", b)
     new_id, old_id = _run_id(new_run), _run_id(old_run)
     counts = pd.concat(
         [_case_counts(old_run, OLD, check, level), _case_counts(new_run, NEW, check, level)],
@@ -134,11 +138,11 @@ def definition_fingerprint(case: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _run(name: str, value: Any) -> Run:
+def _run(name: str, role: str, value: Any) -> Run:
     if isinstance(value, Run):
         if len(value.manifests) != 1:
             raise ArgumentError(
-                f"{name!r} must be one run; got {len(value.manifests)} runs "
+                f"{name!r} (the {role} run) must be one run; got {len(value.manifests)} runs "
                 f"({', '.join(map(repr, value.manifests))})"
             )
         return value
@@ -146,8 +150,10 @@ def _run(name: str, value: Any) -> Run:
         try:
             return load(value)
         except (EvalnbError, OSError) as exc:
-            raise ArgumentError(f"the {name} run {str(value)!r}: {exc}") from None
-    raise TypeError(f"{name!r} must be a run directory or a Run; got {type(value).__name__}")
+            raise ArgumentError(f"the {role} run {str(value)!r}: {exc}") from None
+    raise TypeError(
+        f"{name!r} (the {role} run) must be a run directory or a Run; got {type(value).__name__}"
+    )
 
 
 def _run_id(run: Run) -> str:

@@ -88,18 +88,7 @@ def suite_rate(
     """
     by = _args.names("by", by)
     level = _args.level(level)
-    _args.choice("method", method, (*_args.INTERVAL_METHODS, BETA_BINOMIAL))
-    if not is_whole(few_cases, 0):
-        raise ArgumentError(
-            f"'few_cases' must be a whole number >= 0 (0: never switch to the beta-binomial "
-            f"interval); got {few_cases!r}"
-        )
-    for reserved in ("case_id", "group"):
-        if reserved in by:
-            raise ArgumentError(
-                f"'by' must not include {reserved!r}: the suite rate is taken across cases "
-                f"(use evalnb.rates for per-case rates); got {by!r}"
-            )
+    _check_arguments(by, method, few_cases)
     require_cases(data, "the suite rate is taken across cases")
     cluster = "group" if has_column(data, "group") else "case_id"
     per_case = tallies(
@@ -109,32 +98,56 @@ def suite_rate(
         source=source,
     )
     per_case = per_case[per_case["n"] > 0].reset_index(drop=True)
-    keys = [*by, "check"]
-    ids, out = group_ids(per_case, keys)
+    ids, out = group_ids(per_case, [*by, "check"])
     size = len(out)
     n = per_case["n"].to_numpy(dtype=float)
-    k = per_case["k"].to_numpy(dtype=float)
-    rate = k / n
     clusters = per_case[cluster].astype(object).to_numpy()
-    spread = clustered_mean(rate, ids, clusters, size)
+    spread = clustered_mean(per_case["k"].to_numpy(dtype=float) / n, ids, clusters, size)
     samples = np.bincount(ids, weights=n, minlength=size)
-    passed = np.bincount(ids, weights=k, minlength=size)
-    incomplete = np.bincount(
-        ids, weights=per_case["incomplete"].to_numpy(dtype=float), minlength=size
-    )
     mean, se, groups = spread["mean"], spread["se"], spread["groups"]
+    n_eff, design_effect = _effective_n(mean, se, groups, samples, level)
+    low, high, n_eff, methods, notes = _interval(
+        per_case, ids, clusters, spread, n_eff, level, method, few_cases
+    )
 
-    binomial = mean * (1 - mean)
-    flat = ~(se > _ZERO)
+    out["cases"] = spread["cases"]
+    out["groups"] = groups
+    out["repeats"] = samples / spread["cases"]
+    out["samples"] = samples.astype(np.int64)
+    for column in ("k", "incomplete"):
+        counted = np.bincount(ids, weights=per_case[column].to_numpy(dtype=float), minlength=size)
+        out[column] = counted.astype(np.int64)
+    out["estimate"] = mean
+    out["se"] = np.where(~(se > _ZERO) & (groups >= 2), 0.0, se)
+    out["n_eff"] = n_eff
+    out["design_effect"] = design_effect
+    out["low"] = low
+    out["high"] = high
+    out["level"] = level
+    out["method"] = methods
+    out["basis"] = "across cases"
+    out["note"] = notes
+    out["cases_missing"] = _cases_missing(per_case, ids, out, by)
+    _warn_few_cases(out, by)
+    _warn_missing(out, by)
+    return display.result(out, display.suite_summary)
+
+
+def _interval(
+    per_case: pd.DataFrame,
+    ids: np.ndarray,
+    clusters: np.ndarray,
+    spread: dict[str, np.ndarray],
+    n_eff: np.ndarray,
+    level: float,
+    method: str,
+    few_cases: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per group ``low``, ``high``, ``n_eff``, ``method`` and ``note``: ``method`` on the
+    effective sample size, or the beta-binomial interval where it is asked for or chosen."""
+    size, mean, groups = len(n_eff), spread["mean"], spread["groups"]
+    flat = ~(spread["se"] > _ZERO)
     degenerate = flat | (groups < 2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = stats.norm.ppf(0.5 + level / 2)
-        t = stats.t.ppf(0.5 + level / 2, np.maximum(groups - 1, 1))
-        shrink = np.where(groups < SMALL_SAMPLE, (z / t) ** 2, 1.0)
-        n_eff = np.minimum(binomial / se**2, samples) * shrink
-        design_effect = np.where(binomial > 0, se**2 / (binomial / samples), np.nan)
-    # No spread across cases is not certainty: at most one independent draw per group.
-    n_eff = np.where(degenerate, groups * shrink, n_eff)
     chosen = (
         np.ones(size, dtype=bool)
         if method == BETA_BINOMIAL
@@ -161,27 +174,43 @@ def suite_rate(
         n_eff = np.where(chosen, np.nan, n_eff)
         methods[chosen] = BETA_BINOMIAL
         notes[chosen] = b_notes[chosen]
+    return low, high, n_eff, methods, notes
 
-    out["cases"] = spread["cases"]
-    out["groups"] = groups
-    out["repeats"] = samples / spread["cases"]
-    out["samples"] = samples.astype(np.int64)
-    out["k"] = passed.astype(np.int64)
-    out["incomplete"] = incomplete.astype(np.int64)
-    out["estimate"] = mean
-    out["se"] = np.where(flat & (groups >= 2), 0.0, se)
-    out["n_eff"] = n_eff
-    out["design_effect"] = design_effect
-    out["low"] = low
-    out["high"] = high
-    out["level"] = level
-    out["method"] = methods
-    out["basis"] = "across cases"
-    out["note"] = notes
-    out["cases_missing"] = _cases_missing(per_case, ids, out, by)
-    _warn_few_cases(out, by)
-    _warn_missing(out, by)
-    return display.result(out, display.suite_summary)
+
+def _check_arguments(by: list[str], method: str, few_cases: int) -> None:
+    _args.choice("method", method, (*_args.INTERVAL_METHODS, BETA_BINOMIAL))
+    if not is_whole(few_cases, 0):
+        raise ArgumentError(
+            f"'few_cases' must be a whole number >= 0 (0: never switch to the beta-binomial "
+            f"interval); got {few_cases!r}"
+        )
+    for reserved in ("case_id", "group"):
+        if reserved in by:
+            raise ArgumentError(
+                f"'by' must not include {reserved!r}: the suite rate is taken across cases "
+                f"(use evalnb.rates for per-case rates); got {by!r}"
+            )
+
+
+def _effective_n(
+    mean: np.ndarray,
+    se: np.ndarray,
+    groups: np.ndarray,
+    samples: np.ndarray,
+    level: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The effective sample size ``p(1-p) / se^2`` (capped at the samples, shrunk by
+    ``(z / t_{G-1})^2`` below 30 groups) and the design effect, per group."""
+    binomial = mean * (1 - mean)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = stats.norm.ppf(0.5 + level / 2)
+        t = stats.t.ppf(0.5 + level / 2, np.maximum(groups - 1, 1))
+        shrink = np.where(groups < SMALL_SAMPLE, (z / t) ** 2, 1.0)
+        n_eff = np.minimum(binomial / se**2, samples) * shrink
+        design_effect = np.where(binomial > 0, se**2 / (binomial / samples), np.nan)
+    # No spread across cases is not certainty: at most one independent draw per group.
+    degenerate = ~(se > _ZERO) | (groups < 2)
+    return np.where(degenerate, groups * shrink, n_eff), design_effect
 
 
 def _beta_binomial(

@@ -1,7 +1,8 @@
 """From stored outcomes to tallies: the one place that decides what is counted.
 
 Every rate is built from *rows*, one per (sample, check), or per (sample, annotator)
-for human verdicts. Each row falls in one class, and a group's tallies are the
+for human verdicts. Each row has an :class:`Outcome` and its sample either completed or
+not; :func:`classify` turns the two into the row's class, and a group's tallies are the
 counts of its rows per class:
 
 =============  ====================================================================
@@ -14,7 +15,9 @@ counts of its rows per class:
 Verdicts count ``needs_review`` (left out of ``n``) and ``unreviewed`` (samples with
 no verdict, left out of ``n``) instead of ``unscored``. The derived check ``all`` is
 True when every scored check of a sample is True, False when any is False, and null
-when all are null; a sample with no check rows has no ``all`` row.
+when all are null; a sample with no check rows has no ``all`` row. :func:`every_check`
+derives it, for a Run and for a frame alike, and :func:`check_outcomes` gives it per
+sample to the judge's calibration, PPI and the review queue.
 
 Grouping works on integer codes (categorical codes, or ``pd.factorize``) combined into
 one id per group and counted with a single ``np.bincount``: runs of millions of rows
@@ -24,6 +27,7 @@ are tallied without building per-row keys or large temporaries.
 from __future__ import annotations
 
 import math
+from enum import IntEnum
 from typing import Any
 
 import numpy as np
@@ -45,11 +49,86 @@ COUNTS = {
 CASE_FIELDS = ("group", "split", "tags", "review", "agreement_min")
 _CHECK_LEVEL = ("check", "check_type", "outcome", "detail")
 
-# Row classes. Checks: 0 pass, 1 pass (incomplete), 2 fail, 3 fail (incomplete),
-# 4 unscored. Verdicts: the same four, then 4 needs_review, 5 unreviewed.
-_CLASSES = {"checks": 5, "verdicts": 6}
-# Outcome codes: 0 fail, 1 pass, 2 null. The minimum over a sample's checks is its "all".
-_FAIL, _PASS, _NULL = 0, 1, 2
+
+class Outcome(IntEnum):
+    """What one row says: a check's outcome, a person's verdict, or a sample's ``all``.
+
+    Ordered so that the smallest outcome among a sample's check rows is its ``all``: any
+    fail fails it, else any pass passes it, else it is unscored. A verdict of
+    ``needs_review`` is UNSCORED (left out of ``n``, counted as ``needs_review``); a
+    sample without a verdict, or without any check row, is ABSENT.
+    """
+
+    FAIL = 0
+    PASS = 1
+    UNSCORED = 2
+    ABSENT = 3
+
+    @property
+    def label(self) -> str:
+        """How a person reads it in a list: ``fail``, ``pass``, ``unscored``, ``none``."""
+        return "none" if self is Outcome.ABSENT else self.name.lower()
+
+
+#: Row classes: 2 * outcome + (1 if the sample did not complete), see :func:`classify`.
+CLASSES = 2 * len(Outcome)
+
+
+def classify(outcome: np.ndarray, incomplete: np.ndarray) -> np.ndarray:
+    """The class each row is counted in: its :class:`Outcome` and whether its sample
+    completed, as ``2 * outcome + incomplete`` (int8, ``0 <= class < CLASSES``).
+
+    This is the one rule behind every tally: ``k`` counts PASS rows, ``n`` PASS and FAIL
+    rows, ``incomplete`` the PASS and FAIL rows of samples that did not complete,
+    ``unscored`` (``needs_review`` for verdicts) the UNSCORED rows and ``unreviewed`` the
+    ABSENT ones. A Run and a frame, checks and verdicts, all come through here.
+    """
+    return (2 * outcome.astype(np.int8) + incomplete.astype(np.int8)).astype(np.int8)
+
+
+def check_outcome(outcome: pd.Series) -> np.ndarray:
+    """Check outcomes as :class:`Outcome` codes (int8): False FAIL, True PASS, null UNSCORED."""
+    return outcome.astype("boolean").to_numpy(dtype=np.int8, na_value=Outcome.UNSCORED)
+
+
+def verdict_outcome(verdict: pd.Series) -> np.ndarray:
+    """Verdicts as :class:`Outcome` codes (int8): ``pass``, ``fail``, ``needs_review``
+    UNSCORED, no verdict ABSENT."""
+    value = verdict.astype(object)
+    return np.select(
+        [value.eq("pass"), value.eq("fail"), value.eq("needs_review")],
+        [Outcome.PASS, Outcome.FAIL, Outcome.UNSCORED],
+        default=Outcome.ABSENT,
+    ).astype(np.int8)
+
+
+def every_check(outcome: np.ndarray, sample: np.ndarray, samples: int) -> np.ndarray:
+    """Per sample (``samples`` of them), the derived ``all`` of its rows' outcomes: the
+    smallest (see :class:`Outcome`); ABSENT for a sample with no row. ``sample`` holds
+    each row's sample position."""
+    every = np.full(samples, Outcome.ABSENT, dtype=np.int8)
+    np.minimum.at(every, sample, outcome)
+    return every
+
+
+def classify_checks(
+    outcome: np.ndarray, incomplete: np.ndarray, sample: np.ndarray | None = None, samples: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Check rows and their samples' ``all``, classified by :func:`classify`.
+
+    ``outcome`` (:func:`check_outcome` codes) and ``incomplete`` are per row; ``sample``
+    gives each row's sample position among ``samples`` (None: no ``all`` is derived).
+    Returns the rows' classes, the positions of the samples with a row, and the class of
+    each one's ``all`` (incomplete when any of its rows is).
+    """
+    rows = classify(outcome, incomplete)
+    if sample is None:
+        return rows, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8)
+    every = every_check(outcome, sample, samples)
+    broken = np.zeros(samples, dtype=bool)
+    broken[sample[incomplete]] = True
+    present = np.flatnonzero(every != Outcome.ABSENT).astype(sample.dtype)
+    return rows, present, classify(every[present], broken[present])
 
 
 def tallies(
@@ -156,21 +235,16 @@ def _count(
 
 
 def _counts_frame(table: np.ndarray, source: str) -> dict[str, np.ndarray]:
-    passed = table[:, 0] + table[:, 1]
-    scored = passed + table[:, 2] + table[:, 3]
-    out = {"k": passed, "n": scored}
+    """The counts of each group from its rows per class (see :func:`classify`)."""
+    per = {o: table[:, 2 * o] + table[:, 2 * o + 1] for o in Outcome}
+    out = {"k": per[Outcome.PASS], "n": per[Outcome.PASS] + per[Outcome.FAIL]}
     if source == "checks":
-        out["unscored"] = table[:, 4]
+        out["unscored"] = per[Outcome.UNSCORED]
     else:
-        out["needs_review"] = table[:, 4]
-        out["unreviewed"] = table[:, 5]
-    out["incomplete"] = table[:, 1] + table[:, 3]
+        out["needs_review"] = per[Outcome.UNSCORED]
+        out["unreviewed"] = per[Outcome.ABSENT]
+    out["incomplete"] = table[:, 2 * Outcome.FAIL + 1] + table[:, 2 * Outcome.PASS + 1]
     return out
-
-
-def _check_classes(code: np.ndarray, incomplete: np.ndarray) -> np.ndarray:
-    scored_class = (2 - 2 * code.astype(np.int8)) + incomplete.astype(np.int8)
-    return np.where(code == _NULL, np.int8(4), scored_class).astype(np.int8)
 
 
 # -- rows from a Run ----------------------------------------------------------------------
@@ -206,7 +280,7 @@ def _run_tallies(run: Run, by: list[str], check: Any, source: str) -> pd.DataFra
     ids = _combine(per_row, start=sample_ids[rows["sample"].to_numpy()])
     factors = [*per_sample, *per_row]
     sizes = [f.size for f in factors]
-    codes, table = _count(ids, sizes, rows["class"].to_numpy(), _CLASSES[source])
+    codes, table = _count(ids, sizes, rows["class"].to_numpy(), CLASSES)
     stage = pd.DataFrame({f.name: f.column(c) for f, c in zip(factors, codes, strict=True)})
     for name, values in _counts_frame(table, source).items():
         stage[name] = values
@@ -227,44 +301,58 @@ def _check_rows(run: Run) -> pd.DataFrame:
     checks = run.table("checks", ["outcome"])
     position = sample_positions(samples, checks)
     known = position >= 0
-    if not known.all():
-        position = position[known]
-    code = _outcome_codes(checks["outcome"])
+    code = check_outcome(checks["outcome"])
     check_codes = checks["check"].cat.codes.to_numpy()
     if not known.all():
-        code, check_codes = code[known], check_codes[known]
+        position, code, check_codes = position[known], code[known], check_codes[known]
     incomplete = (samples["status"] != "completed").to_numpy(dtype=bool)
-
-    # all = the smallest code of a sample's checks: 0 (any fail) < 1 (all pass) < 2 (unscored)
-    all_code = np.full(len(samples), 3, dtype=np.int8)
-    np.minimum.at(all_code, position, code)
-    with_checks = np.flatnonzero(all_code < 3).astype(position.dtype)
-
+    classes, with_checks, every = classify_checks(
+        code, incomplete[position], position, len(samples)
+    )
     categories = list(checks["check"].cat.categories)
     if ALL not in categories:
         categories.append(ALL)
+    all_codes = np.full(len(with_checks), categories.index(ALL), check_codes.dtype)
     rows = pd.DataFrame(
         {
             "sample": np.concatenate([position, with_checks]),
             "check": pd.Categorical.from_codes(
-                np.concatenate(
-                    [
-                        check_codes,
-                        np.full(len(with_checks), categories.index(ALL), check_codes.dtype),
-                    ]
-                ).astype(np.int32),
-                categories,
+                np.concatenate([check_codes, all_codes]).astype(np.int32), categories
             ),
-            "class": np.concatenate(
-                [
-                    _check_classes(code, incomplete[position]),
-                    _check_classes(all_code[with_checks], incomplete[with_checks]),
-                ]
-            ),
+            "class": np.concatenate([classes, every]),
         }
     )
     run._derived["check_rows"] = rows
     return rows
+
+
+def check_outcomes(run: Run, check: str | None) -> tuple[np.ndarray, pd.DataFrame]:
+    """Per sample (positions in ``run.table("samples")``) the :class:`Outcome` of ``check``.
+
+    ``check`` is a check name, a check type (every check of that type), ``"all"``, or
+    None (``"all"``); a sample with several such checks has their ``all``
+    (:func:`every_check`), and one with none is ABSENT. Also returns the selected check
+    rows (with ``check_type``, ``outcome`` and ``detail``) and their sample ``position``.
+    """
+    samples = run.table("samples", ["status"])
+    checks = run.table("checks", ["check_type", "outcome", "detail"])
+    names = [str(c) for c in checks["check"].cat.categories]
+    types = sorted({str(t) for t in checks["check_type"].dropna().unique()})
+    if check is None or check == ALL:
+        chosen = np.ones(len(checks), dtype=bool)
+    elif check in names:
+        chosen = (checks["check"] == check).to_numpy(dtype=bool)
+    elif check in types:
+        chosen = (checks["check_type"].astype(object) == check).to_numpy(dtype=bool)
+    else:
+        options = ", ".join(repr(c) for c in [*types, *names, ALL])
+        raise ArgumentError(f"'check' must be a check type or name ({options}); got {check!r}")
+    rows = checks[chosen]
+    position = sample_positions(samples, rows) if len(rows) else np.zeros(0, dtype=np.int64)
+    known = position >= 0
+    rows = rows[known].assign(position=position[known])
+    outcome = check_outcome(rows["outcome"])
+    return every_check(outcome, rows["position"].to_numpy(), len(samples)), rows
 
 
 def _verdict_rows(run: Run, *, per_annotator: bool) -> pd.DataFrame:
@@ -317,16 +405,9 @@ def _verdict_rows(run: Run, *, per_annotator: bool) -> pd.DataFrame:
 
 
 def _with_verdict_classes(rows: pd.DataFrame, incomplete: np.ndarray) -> pd.DataFrame:
-    verdict = rows["verdict"].astype(object)
-    classes = np.select(
-        [verdict.eq("pass"), verdict.eq("fail"), verdict.eq("needs_review")],
-        [0, 2, 4],
-        default=5,
-    ).astype(np.int8)
-    classes += ((classes < 4) & incomplete).astype(np.int8)
     out = rows.drop(columns="verdict")
     out["check"] = pd.Categorical.from_codes(np.zeros(len(rows), dtype=np.int8), [VERDICT])
-    out["class"] = classes
+    out["class"] = classify(verdict_outcome(rows["verdict"]), incomplete)
     return out
 
 
@@ -385,11 +466,6 @@ def _duplicate_samples(samples: pd.DataFrame) -> None:
         f"the samples table has duplicate keys (run_id, case_id, variant, repeat), e.g. "
         f"{example!r}; a sample must be stored once"
     )
-
-
-def _outcome_codes(outcome: pd.Series) -> np.ndarray:
-    """False 0, True 1, null 2."""
-    return outcome.astype("boolean").to_numpy(dtype=np.int8, na_value=_NULL)
 
 
 def case_field(run: Run, frame: pd.DataFrame, field: str) -> Any:
@@ -458,7 +534,7 @@ def _frame_tallies(frame: pd.DataFrame, by: list[str], check: Any, source: str) 
     keys = list(dict.fromkeys([*by, *(["case_id"] if "case_id" in rows.columns else [])]))
     factors = [_Factor(c, rows[c]) for c in [*keys, "check"]]
     codes, table = _count(
-        _combine(factors), [f.size for f in factors], rows["class"].to_numpy(), _CLASSES[source]
+        _combine(factors), [f.size for f in factors], rows["class"].to_numpy(), CLASSES
     )
     stage = pd.DataFrame({f.name: f.column(c) for f, c in zip(factors, codes, strict=True)})
     for name, values in _counts_frame(table, source).items():
@@ -523,24 +599,21 @@ def _wants_all(check: Any) -> bool:
 
 
 def _frame_check_rows(frame: pd.DataFrame, *, derive_all: bool) -> pd.DataFrame:
-    code = _outcome_codes(frame["outcome"])
+    code = check_outcome(frame["outcome"])
     incomplete = _incomplete(frame)
     rows = frame.drop(columns=[c for c in _CHECK_LEVEL if c != "check" and c in frame.columns])
-    rows["class"] = _check_classes(code, incomplete)
-    if not derive_all or (frame["check"] == ALL).any():
-        return rows
     identity = [c for c in frame.columns if c not in _CHECK_LEVEL and _hashable(frame[c])]
-    if "case_id" not in identity:
+    if not derive_all or (frame["check"] == ALL).any() or "case_id" not in identity:
+        rows["class"] = classify(code, incomplete)
         return rows
+    # A sample is a distinct combination of every column that is not about the check.
     sample = frame.groupby(identity, observed=True, dropna=False, sort=False).ngroup().to_numpy()
     _, first = np.unique(sample, return_index=True)
-    every = np.full(len(first), 3, dtype=np.int8)
-    np.minimum.at(every, sample, code)
-    broken = np.zeros(len(first), dtype=bool)
-    np.logical_or.at(broken, sample, incomplete)
-    derived = frame.iloc[first][identity].reset_index(drop=True)
+    classes, present, every = classify_checks(code, incomplete, sample, len(first))
+    rows["class"] = classes
+    derived = frame.iloc[first[present]][identity].reset_index(drop=True)
     derived["check"] = ALL
-    derived["class"] = _check_classes(every, broken)
+    derived["class"] = every
     return pd.concat([rows, derived], ignore_index=True)
 
 

@@ -231,7 +231,7 @@ def _gate(args: argparse.Namespace, stdout: TextIO) -> int:
         raise UsageError("--junit-cases needs --junit FILE")
     policy = policy_from_args(args)
     run = load(args.run)
-    result = gate(run, policy)
+    result = gate(run, policy=policy)
     if args.junit:
         _write_junit(args.junit, run, result, policy if args.junit_cases else None)
     print(format_gate(result), file=stdout)

@@ -587,8 +587,8 @@ def _compare_plot(result: pd.DataFrame, cases: pd.DataFrame, variants: list[str]
 
 
 def _cost_section(run: Run, prices: Prices | str | os.PathLike[str]) -> Section:
-    table = costs(run, prices)
-    total = costs(run, prices, by=None).assign(variant="all")
+    table = costs(run, prices=prices)
+    total = costs(run, by=None, prices=prices).assign(variant="all")
     table = pd.concat([table, total], ignore_index=True)
     shown = pd.DataFrame(
         {

@@ -14,13 +14,12 @@ import numpy as np
 import pandas as pd
 
 from evalnb._exceptions import ArgumentError
-from evalnb.analysis._calibrate import check_outcomes
 from evalnb.analysis._frames import Run
+from evalnb.analysis._tally import Outcome, check_outcomes
 from evalnb.store import KEY, SAMPLES_SCHEMA
 
 __all__ = ["Queue", "SampleKey", "SampleView"]
 
-_FAIL, _PASS = 0, 1  # outcome codes of check_outcomes
 _SHOWN = ["status", "error", "prompt", "answer", "requested", "executed"]
 # Big text columns nobody filters on; `where=` strings see every other samples column.
 _HEAVY = {"request", "response", "stdout", "stderr", "trace", "tool_calls"}
@@ -58,7 +57,8 @@ class Queue:
     ``run.table("samples")``, so also in the Run's own table). Aligned with it:
     ``case_codes`` and ``variant_codes`` (category codes), ``failing`` (a check of the
     sample fails), ``check_fails`` / ``check_passes`` (what ``check`` says of it), and
-    ``outcome`` (0 a check fails, 1 all pass, 2 unscored, 3 no check).
+    ``outcome`` (the sample's ``all`` as an :class:`~evalnb.analysis._tally.Outcome` code:
+    FAIL, PASS, UNSCORED, or ABSENT without a check).
 
     With ``pair=(a, b)`` only the samples of variants ``a`` and ``b`` are queued, sorted
     by run, case, repeat and then ``a`` before ``b``, so that the two samples of one case
@@ -94,9 +94,9 @@ class Queue:
 
         every, rows = check_outcomes(run, None)
         self.outcome = every[pos]
-        self.failing = every[pos] == _FAIL
+        self.failing = every[pos] == Outcome.FAIL
         machine = (every if check is None else check_outcomes(run, check)[0])[pos]
-        self.check_fails, self.check_passes = machine == _FAIL, machine == _PASS
+        self.check_fails, self.check_passes = machine == Outcome.FAIL, machine == Outcome.PASS
         # The check rows in sample order, as positions into `rows`: a view reads its few
         # rows, so nothing is converted for the whole run while the panel is built.
         at = rows["position"].to_numpy()

@@ -7,6 +7,7 @@ import json
 import pytest
 
 import evalnb
+from evalnb._exceptions import ArgumentError
 from evalnb.analysis._compare import compare
 from evalnb.analysis._runs import NO_WORSE, WORSE, compare_runs
 from evalnb.cli import main
@@ -72,7 +73,7 @@ def test_gate_baseline_same_model_is_not_called_worse(weeks, capsys):
 
 
 def test_compare_runs_is_compare_paired_by_case(weeks):
-    result = compare_runs(weeks / "v1", weeks / "last")
+    result = compare_runs(weeks / "last", weeks / "v1")
     row = result.iloc[0]
     assert (row["variant"], row["a"], row["b"], row["verdict"]) == ("prompt", "last", "v1", WORSE)
     assert (row["cases"], row["repeats_a"], row["repeats_b"]) == (4, 25, 25)
@@ -88,13 +89,13 @@ def test_compare_runs_is_compare_paired_by_case(weeks):
 
 
 def test_a_margin_wider_than_the_drop_is_never_worse(weeks):
-    row = compare_runs(weeks / "v1", weeks / "last", margin=0.5).iloc[0]
+    row = compare_runs(weeks / "last", weeks / "v1", margin=0.5).iloc[0]
     assert row["verdict"] != WORSE
     assert row["margin"] == 0.5
 
 
 def test_random_mode_with_four_cases_cannot_decide(weeks):
-    row = compare_runs(weeks / "v1", weeks / "last", mode="random").iloc[0]
+    row = compare_runs(weeks / "last", weeks / "v1", mode="random").iloc[0]
     assert row["verdict"] == "can't tell yet"
     assert "add cases" in row["note"]
 
@@ -118,7 +119,7 @@ def test_runs_sharing_a_run_id_stay_apart(tmp_path):
                 out=tmp_path / week / "current",
                 progress=False,
             )
-    row = compare_runs(tmp_path / "week2" / "current", tmp_path / "week1" / "current").iloc[0]
+    row = compare_runs(tmp_path / "week1" / "current", tmp_path / "week2" / "current").iloc[0]
     assert row["a"] == row["b"] == "current"
     assert row["cases"] == 4 and row["repeats_a"] == row["repeats_b"] == 25
     assert row["verdict"] == WORSE
@@ -140,7 +141,7 @@ def test_cases_in_one_run_only_are_named_and_changed_cases_flagged(tmp_path):
                 out=tmp_path / name,
                 progress=False,
             )
-    row = compare_runs(tmp_path / "new", tmp_path / "old").iloc[0]
+    row = compare_runs(tmp_path / "old", tmp_path / "new").iloc[0]
     assert row["cases"] == 2
     assert (row["only_new"], row["only_old"]) == (1, 1)
     assert row["unmatched"] == (
@@ -155,7 +156,7 @@ def test_gate_baseline_errors_are_one_line(weeks, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1
-    assert "the old run" in err and "missing" in err
+    assert "the baseline run" in err and "missing" in err
     code = main(
         ["gate", str(weeks / "v1"), "--baseline", str(weeks / "last"), "--no-worse-than", "2"]
     )
@@ -165,5 +166,5 @@ def test_gate_baseline_errors_are_one_line(weeks, tmp_path, capsys):
 
 def test_compare_runs_refuses_several_runs_as_one_side(weeks):
     both = evalnb.load([weeks / "last", weeks / "v1"])
-    with pytest.raises(ValueError, match="'new' must be one run; got 2 runs"):
-        compare_runs(both, weeks / "last")
+    with pytest.raises(ArgumentError, match=r"'b' \(the new run\) must be one run; got 2 runs"):
+        compare_runs(weeks / "last", both)

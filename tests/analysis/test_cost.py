@@ -40,7 +40,7 @@ def test_costs_match_a_hand_computation_from_the_stored_tokens(shop_run, tmp_pat
     table = tmp_path / "prices.toml"
     table.write_text(PRICES)
     run = evalnb.load(shop_run)
-    result = costs(run, table).set_index("variant")
+    result = costs(run, prices=table).set_index("variant")
     samples = run.samples
     price = {"shop-v1": (0.15, 0.60), "shop-v2": (2.5, 10.0)}
     for variant in ("v1", "v2"):
@@ -53,15 +53,15 @@ def test_costs_match_a_hand_computation_from_the_stored_tokens(shop_run, tmp_pat
         assert result.loc[variant, "cost"] == pytest.approx(by_hand, rel=1e-12)
         assert result.loc[variant, "prompt_tokens"] == rows["prompt_tokens"].sum()
         assert result.loc[variant, "samples"] == result.loc[variant, "priced"] == 12
-    total = costs(run, table, by=None)
+    total = costs(run, by=None, prices=table)
     assert total["cost"].iloc[0] == pytest.approx(result["cost"].sum())
-    per_sample = costs(run, table, by=["variant", "case_id", "repeat"])
+    per_sample = costs(run, ["variant", "case_id", "repeat"], prices=table)
     assert len(per_sample) == 24 and per_sample["cost"].sum() == pytest.approx(result["cost"].sum())
 
 
 def test_a_model_missing_from_the_table_is_unpriced_not_free(shop_run, tmp_path):
     run = evalnb.load(shop_run)
-    result = costs(run, {"shop-v1": (1.0, 1.0)}).set_index("variant")
+    result = costs(run, prices={"shop-v1": (1.0, 1.0)}).set_index("variant")
     assert result.loc["v2", "unpriced"] == 12 and result.loc["v2", "cost"] == 0
     assert "lower bound" in result.loc["v2", "note"] and "shop-v2" in result.loc["v2", "note"]
     assert result.loc["v1", "note"] == ""

@@ -40,7 +40,7 @@ def test_compare_shows_its_verdict_first_and_keeps_its_columns(tmp_path: Path) -
 
 
 def test_gate_has_one_overall_line(tmp_path: Path) -> None:
-    result = gate(load(run(tmp_path)), {"min_rate": 0.9})
+    result = gate(load(run(tmp_path)), policy={"min_rate": 0.9})
     shown = result._repr_html_()
     failed = int((~result["passed"]).sum())
     assert failed >= 1 and f"FAIL</b>: {failed} of {len(result)} rules failed" in shown

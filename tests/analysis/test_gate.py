@@ -32,7 +32,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
 def test_every_rule_is_listed_with_its_numbers(shop: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the few-cases warning goes into the detail instead
-        result = gate(load(shop), {"min_rate": 0.9, "every_case_passes": True})
+        result = gate(load(shop), policy={"min_rate": 0.9, "every_case_passes": True})
     assert result["rule"].tolist() == [
         "run_complete", "min_rate", "min_rate", "every_case_passes", "every_case_passes",
     ]  # fmt: skip
@@ -48,14 +48,14 @@ def test_every_rule_is_listed_with_its_numbers(shop: Path) -> None:
 
 
 def test_per_case_rules_name_the_failing_cases(shop: Path) -> None:
-    result = gate(load(shop), GatePolicy(min_case_rate=0.75, variants=("v1",)))
+    result = gate(load(shop), policy=GatePolicy(min_case_rate=0.75, variants=("v1",)))
     rule = result[result["rule"] == "min_case_rate"].iloc[0]
     assert not rule["passed"] and rule["value"] == pytest.approx(0.7)
     assert rule["detail"] == "1 of 4 cases below: case-01 (7/10)"
 
 
 def test_no_worse_than_uses_the_paired_comparison(shop: Path) -> None:
-    result = gate(load(shop), {"no_worse_than": "v2"})
+    result = gate(load(shop), policy={"no_worse_than": "v2"})
     rule = result[result["variant"] == "v1"].iloc[0]
     assert rule["rule"] == "no_worse_than v2"
     assert rule["passed"]  # four cases: can't tell yet, so not shown worse
@@ -64,11 +64,11 @@ def test_no_worse_than_uses_the_paired_comparison(shop: Path) -> None:
 
 def test_agreement_rule_uses_case_minimums(tmp_path: Path) -> None:
     run = load(write_run(tmp_path / "drawn", invoice_rows(canonical=False), cases=CASES))
-    result = gate(run, {"agreement": True})
+    result = gate(run, policy={"agreement": True})
     rule = result[result["rule"] == "agreement"].iloc[0]
     assert not rule["passed"] and rule["value"] == 1
     assert "refund_abstain_v1 (0.80 < 1.00)" in rule["detail"]
-    assert gate(run, {"agreement": 0.8}).query("rule == 'agreement'")["passed"].all()
+    assert gate(run, policy={"agreement": 0.8}).query("rule == 'agreement'")["passed"].all()
 
 
 def test_an_interrupted_run_fails_unless_allowed(tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ def test_policy_validation() -> None:
 
 def test_an_empty_run_does_not_pass(tmp_path: Path) -> None:
     path = write_run(tmp_path / "empty", [], cases=[{"id": "a"}])
-    result = gate(load(path), {"min_rate": 0.5, "every_case_passes": True})
+    result = gate(load(path), policy={"min_rate": 0.5, "every_case_passes": True})
     assert result["rule"].tolist() == ["run_complete", "min_rate", "every_case_passes"]
     assert result["passed"].tolist() == [True, False, False]
     assert cli(str(path), "--min-rate", "0.5")[0] == 1
@@ -132,7 +132,7 @@ def test_rules_on_held_out_cases_only(tmp_path: Path) -> None:
     cases = [{"id": f"case-{i:02d}", "split": "dev" if i < 2 else "heldout"} for i in range(4)]
     run = load(write_run(tmp_path / "split", rows, cases=cases))
     policy = {"min_rate": 0.85, "split": "heldout", "no_worse_than": "v1"}
-    result = gate(run, policy).set_index(["rule", "variant"])
+    result = gate(run, policy=policy).set_index(["rule", "variant"])
     assert result.loc[("min_rate", "v1"), "value"] == pytest.approx(0.9)  # dev cases left out
     assert result["passed"].all()
     assert "2 cases" in result.loc[("min_rate", "v1"), "detail"]

@@ -63,7 +63,7 @@ def test_history_is_one_row_per_run_in_time_order_with_the_drop_marked(runs, tmp
     assert pd.isna(frame["change"].iloc[0]) and pd.isna(frame["previous"].iloc[0])
     assert list(frame["change"].iloc[1:]) == [UNCHANGED, "worse"]
     assert list(frame["previous"].iloc[1:]) == ["z-week1", "m-week2"]
-    paired = evalnb.compare_runs(runs / "a-week3", runs / "m-week2").iloc[0]
+    paired = evalnb.compare_runs(runs / "m-week2", runs / "a-week3").iloc[0]
     assert paired["verdict"] == "worse"
     assert frame["diff"].iloc[2] == paired["diff"] < 0
     assert frame["diff_high"].iloc[2] == paired["high"] < 0
@@ -72,7 +72,7 @@ def test_history_is_one_row_per_run_in_time_order_with_the_drop_marked(runs, tmp
     assert all("cases" in note for note in frame["note"])
     # Cost per run matches evalnb.costs on each run.
     for row in frame.itertuples():
-        spent = evalnb.costs(evalnb.load(runs / row.run_id), prices)["cost"].iloc[0]
+        spent = evalnb.costs(evalnb.load(runs / row.run_id), prices=prices)["cost"].iloc[0]
         assert row.cost == pytest.approx(spent, rel=1e-12) and spent > 0
 
 
