@@ -16,6 +16,7 @@ from evalnb.analysis._agreement import agreement, normalise_answer
 from evalnb.analysis._calibrate import Calibration, calibrate
 from evalnb.analysis._compare import compare, compare_cases
 from evalnb.analysis._cost import costs, load_prices
+from evalnb.analysis._display import register_formatter as _register_formatter
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._gate import GatePolicy, format_gate, gate
 from evalnb.analysis._history import history
@@ -52,3 +53,6 @@ __all__ = [
     "scores",
     "suite_rate",
 ]
+
+# In a notebook, frames holding model text (slices of evalnb frames too) never typeset "$".
+_register_formatter()

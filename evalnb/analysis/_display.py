@@ -27,7 +27,17 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["Result", "caution", "cautions_as_warnings", "frame_html", "result", "shown"]
+from evalnb.analysis._story import story
+
+__all__ = [
+    "Result",
+    "caution",
+    "cautions_as_warnings",
+    "frame_html",
+    "register_formatter",
+    "result",
+    "shown",
+]
 
 _NOTES_IN_KERNEL = contextvars.ContextVar("evalnb_notes_in_kernel", default=True)
 
@@ -93,9 +103,47 @@ def result(frame: pd.DataFrame, summary: Callable[[pd.DataFrame], str]) -> Resul
     return out
 
 
+#: A frame longer than this shows its first :data:`FIRST_ROWS` rows and says how many it holds.
+LONG = 12
+FIRST_ROWS = 8
+
+
 def frame_html(frame: pd.DataFrame) -> str:
-    """``frame`` as an HTML table with its text escaped and kept from MathJax."""
-    return f"<div class='{NO_MATH}'>{frame.to_html(escape=True, na_rep='', max_rows=60)}</div>"
+    """``frame`` as an HTML table with its text escaped and kept from MathJax; a long frame
+    shows its first rows and its size (the frame itself keeps every row for code)."""
+    if len(frame) <= LONG:
+        return f"<div class='{NO_MATH}'>{frame.to_html(escape=True, na_rep='')}</div>"
+    table = frame.head(FIRST_ROWS).to_html(escape=True, na_rep="")
+    more = (
+        f"<div style='opacity:.7'>the first {FIRST_ROWS} of {len(frame)} rows "
+        f"({len(frame.columns)} columns); the frame holds them all</div>"
+    )
+    return f"<div class='{NO_MATH}'>{table}{more}</div>"
+
+
+#: Columns that carry model or case text: a frame holding one is kept from MathJax when shown.
+TEXT_COLUMNS = frozenset(
+    ("case_id", "variant", "answer", "prompt", "detail", "canonical", "check", "reason")
+)
+
+
+def _frame_without_maths(frame: pd.DataFrame) -> str | None:
+    """IPython's HTML for any DataFrame: pandas' own table, marked so MathJax leaves it alone
+    when it holds evalnb's text columns (a slice of an evalnb frame included)."""
+    table: str | None = frame._repr_html_()
+    if table is None or not TEXT_COLUMNS & {str(c) for c in frame.columns}:
+        return table
+    return f"<div class='{NO_MATH}'>{table}</div>"
+
+
+def register_formatter() -> None:
+    """In IPython, show every frame holding evalnb's text columns without typesetting ``$``
+    (``run.samples[["case_id", "answer"]]`` as much as evalnb's own results). Nothing else
+    about a frame's display changes; outside IPython this does nothing."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", {})
+    if "text/html" in formatters:
+        formatters["text/html"].for_type(pd.DataFrame, _frame_without_maths)
 
 
 def esc(value: Any) -> str:
@@ -123,24 +171,21 @@ def p_value(value: Any) -> str:
 
 
 def compare_summary(frame: pd.DataFrame) -> str:
-    """One sentence per comparison, its verdict first."""
+    """One sentence per comparison, its verdict first (the words of :func:`_story.story`,
+    which the reports and ``plot_compare`` use too)."""
     lines = []
     for row in frame.to_dict("records"):
-        verdict = str(row["verdict"])
-        colour = "#1a7f37" if verdict.endswith("better") else "#9a6700"
-        label = verdict.replace("B ", f"{row['b']} ").replace("A ", f"{row['a']} ")
-        level = f"{float(row['level']) * 100:g}%"
-        adjusted = "" if row.get("adjust") in (None, "none") else f", {row['adjust']}-adjusted"
+        told = story(row)
+        colour = "#1a7f37" if str(row["verdict"]).endswith("better") else "#9a6700"
+        methods = f" · {esc(told.methods)}" if told.methods else f" · {esc(row['method'])}"
         lines.append(
-            f"<div><b style='color:{colour}'>{esc(label)}</b> · {esc(row['b'])} vs "
+            f"<div><b style='color:{colour}'>{esc(told.verdict)}</b> · {esc(row['b'])} vs "
             f"{esc(row['a'])} on <code>{esc(row['check'])}</code>: "
-            f"<b>{points(row['diff'])}</b> ({level} CI {points(row['low'])} to "
-            f"{points(row['high'])}), {percent(row['rate_a'])} → {percent(row['rate_b'])}, "
-            f"{esc(p_value(row['p_adjusted']))}{esc(adjusted)}; {int(row['cases'])} paired cases"
-            f" <span style='opacity:.7'>· {esc(row['method'])}</span></div>"
+            f"<b>{esc(told.difference)}</b> ({esc(told.interval)}), {esc(told.rates)}; "
+            f"{esc(told.test)}<span style='opacity:.7'>{methods}</span></div>"
         )
-        if isinstance(row.get("note"), str) and row["note"]:
-            lines.append(_note(row["note"]))
+        if told.note:
+            lines.append(_note(told.note))
     return "".join(lines)
 
 

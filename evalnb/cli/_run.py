@@ -347,6 +347,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from evalnb.analysis import compare, load, rates
+    from evalnb.analysis._story import story
     from evalnb.standin import StandIn
 
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -374,13 +375,10 @@ def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
             f"  {row.estimate:6.1%}  ({row.low:6.1%} - {row.high:6.1%})"
         )
     diff = compare(run_frames, a="v1", b="v2").iloc[0]
-    print(
-        f"\nPaired comparison over {diff.cases} cases x {diff.repeats_a:g} repeats: v2 - v1 = "
-        f"{diff['diff']:+.1%} (95% CI {diff.low:+.1%} to {diff.high:+.1%}, p = {diff.p_value:.3f})"
-        f": {diff.verdict} (A = v1, B = v2)."
-    )
-    if diff.note:  # why the verdict is what it is (too few cases for the exact test...)
-        print(f"Note: {str(diff.note).rstrip('.')}.")
+    told = story(diff)  # the words of compare's display and of the report
+    print(f"\nPaired comparison, {diff.repeats_a:g} repeats a case: {told.line('v1', 'v2', 'all')}")
+    if told.note:  # why the verdict is what it is (too few cases for the exact test...)
+        print(f"Note: {told.note.rstrip('.')}.")
     print(
         f"\nThe run is in {out}/ (Parquet + manifest.json). Next, in a notebook:\n"
         f"  import evalnb\n  run = evalnb.load({str(out)!r})\n"

@@ -417,7 +417,11 @@ def title(ax: Axes, text: str, *, legend_lines: int = 0, sub: str | None = None)
     if sub:
         # Text outside the Axes is not shrunk to fit the figure: long subtitles wrap.
         width = max(60, int(_root_figure(ax).get_figwidth() * 11))
-        sub = "\n".join(textwrap.wrap(sub, width, break_on_hyphens=False))
+        sub = "\n".join(
+            line
+            for paragraph in sub.split("\n")
+            for line in textwrap.wrap(paragraph, width, break_on_hyphens=False)
+        )
         ax.annotate(
             sub,
             xy=(0, 1),

@@ -12,6 +12,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from evalnb._exceptions import ArgumentError
+from evalnb.analysis._story import deciding_test, p_phrase
 from evalnb.plots import _base
 
 __all__ = ["plot_compare"]
@@ -221,12 +222,15 @@ def _details(row: pd.Series, check: str | None) -> str:
             else f"{repeats[0]:.3g}/{repeats[1]:.3g}"
         )
         parts.append(f"{_base.plural(int(row['cases']), 'case')} × {shown} repeats")
-    if "p_value" in row.index and np.isfinite(row["p_value"]):
-        parts.append(f"p = {row['p_value']:.2g}")
+    # The p, its test and the note are compare's own words, as in its display and the report.
+    told = {"p_adjusted", "p_value", "method"} <= set(row.index)
+    if told:
+        parts.append(p_phrase(row))
     if row.get("mode") == "fixed":
         parts.append("fixed cases (these cases only)")
-    elif row.get("mode") == "random":
-        parts.append("paired t across cases")
+    if told and deciding_test(row) != row["method"]:
+        parts.append(f"interval: {row['method']}")
     if int(row.get("unpaired", 0) or 0):
         parts.append(f"{_base.plural(int(row['unpaired']), 'unpaired case')} left out")
-    return " · ".join(parts)
+    note = row.get("note")
+    return " · ".join(parts) + (f"\nnote: {note}" if isinstance(note, str) and note else "")

@@ -34,6 +34,7 @@ from evalnb.analysis._frames import Run
 from evalnb.analysis._history import history
 from evalnb.analysis._latency import latency
 from evalnb.analysis._rates import rates
+from evalnb.analysis._story import p_phrase, story
 from evalnb.analysis._suite import suite_rate
 from evalnb.analysis._tally import ALL
 from evalnb.runner._prices import Prices
@@ -71,6 +72,19 @@ class Section:
     table: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     plots: list[Plot] = field(default_factory=list)
+    #: The section's conclusions in one sentence each: gathered at the top of the report.
+    verdicts: list[str] = field(default_factory=list)
+    #: Sentences shown before the table (the verdicts section has no table).
+    lines: list[str] = field(default_factory=list)
+
+    def says_nothing(self) -> bool:
+        return self.table.empty and not self.lines
+
+
+def _verdicts_section(sections: list[Section]) -> Section:
+    """The conclusions first: every section's verdict sentences, before any table."""
+    lines = [line for section in sections for line in section.verdicts]
+    return Section("Verdicts", pd.DataFrame(), lines=lines)
 
 
 def report_text(
@@ -186,10 +200,10 @@ def _history_section(frame: pd.DataFrame, priced: bool) -> Section:
 def _text(title: str, sections: list[Section]) -> str:
     lines = [title, "=" * len(title)]
     for section in sections:
-        lines += ["", section.title, "-" * len(section.title)]
-        if section.table.empty:
+        lines += ["", section.title, "-" * len(section.title), *section.lines]
+        if section.says_nothing():
             lines.append("(nothing to show)")
-        else:
+        elif not section.table.empty:
             lines.append(text_table(section.table))
         lines += [f"note: {note}" for note in section.notes]
     return "\n".join(lines) + "\n"
@@ -210,9 +224,10 @@ def _markdown(title: str, sections: list[Section]) -> str:
     lines = [f"## {_markdown_text(title)}"]
     for section in sections:
         lines += ["", f"### {_markdown_text(section.title)}", ""]
-        if section.table.empty:
+        lines += [f"- {_markdown_text(line)}" for line in section.lines]
+        if section.says_nothing():
             lines.append("(nothing to show)")
-        else:
+        elif not section.table.empty:
             lines.append(markdown_table(section.table))
         if section.notes:
             lines.append("")
@@ -245,9 +260,10 @@ def _html(title: str, sections: list[Section], processes: int = 1) -> str:
     body = [f"<h1>{html.escape(title)}</h1>"]
     for section in sections:
         body.append(f"<h2>{html.escape(section.title)}</h2>")
-        if section.table.empty:
+        body += [f"<p class='verdict'>{html.escape(line)}</p>" for line in section.lines]
+        if section.says_nothing():
             body.append("<p>(nothing to show)</p>")
-        else:
+        elif not section.table.empty:
             body.append(section.table.to_html(index=False, border=0, escape=True))
         body += [f"<p class='note'>{html.escape(note)}</p>" for note in section.notes]
         body += [next(images) for _ in section.plots]
@@ -263,7 +279,7 @@ _CSS = (
     "h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}"
     "table{border-collapse:collapse;font-variant-numeric:tabular-nums}"
     "th,td{padding:.25rem .7rem;border-bottom:1px solid #ddd;text-align:left}"
-    "th{background:#f4f4f4}.note{color:#555;font-size:.9rem}"
+    "th{background:#f4f4f4}.note{color:#555;font-size:.9rem}.verdict{margin:.3rem 0}"
     "img.plot{display:block;max-width:100%;height:auto;margin:1rem 0}"
 )
 
@@ -375,6 +391,8 @@ def _sections(
         if len(variants) > 1:
             sections += _comparison_sections(run, baseline or variants[0], check, level)
     sections.append(_latency_section(run))
+    if any(section.verdicts for section in sections):
+        sections.insert(0, _verdicts_section(sections))
     return _title(run, variants), sections
 
 
@@ -427,7 +445,14 @@ def _suite_section(run: Run, check: str, level: float) -> Section:
         "repeats are draws inside it), clustered by case group"
     ]
     notes += [str(w.message).removeprefix("suite_rate: ") for w in _args.own_warnings(caught)]
-    return Section(f"Suite rate, check '{check}'", table, notes)
+    verdicts = [
+        f"suite rate of {' · '.join(str(r[k]) for k in by)} on {check}: "
+        f"{share(r['k'], r['samples'])} samples, {number(r['estimate'])} "
+        f"({interval_text(r['low'], r['high'], level)}); {r['cases']} cases × "
+        f"{r['repeats']:.3g} repeats ({r['basis']})"
+        for r in suite.to_dict("records")
+    ]
+    return Section(f"Suite rate, check '{check}'", table, notes, verdicts=verdicts)
 
 
 def _checks_section(run: Run, level: float) -> Section:
@@ -521,7 +546,7 @@ def _agreement_of(run: Run, check: str, cases: set[str]) -> pd.DataFrame:
 
 
 def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> list[Section]:
-    rows, moved, plots = [], [], []
+    rows, moved, plots, verdicts, notes = [], [], [], [], []
     for variant in run.variants:
         if variant == baseline:
             continue
@@ -529,6 +554,12 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
         if result.empty:
             continue
         row = result.iloc[0]
+        told = story(row)
+        # compare's own words: the verdict's p (the exact test's where it decides), its note.
+        verdicts.append(told.line(baseline, variant, check))
+        if told.note:
+            verdicts.append(f"note ({variant} vs {baseline}): {told.note}")
+            notes.append(f"{variant} vs {baseline}: {told.note}")
         rows.append(
             {
                 "A": baseline,
@@ -537,10 +568,10 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
                 "repeats": f"{row['repeats_a']:.3g} / {row['repeats_b']:.3g}",
                 "B - A": signed(row["diff"]),
                 "interval": interval_text(row["low"], row["high"], level),
-                "p": f"{row['p_value']:.3g}",
+                "p": p_phrase(row),
                 "correlation": number(row["correlation"], 2),
                 "verdict": row["verdict"],
-                "method": row["method"],
+                "interval method": row["method"],
             }
         )
         every = compare_cases(run, a=baseline, b=variant, check=check)
@@ -567,8 +598,10 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
         f"Comparison with {baseline}, check '{check}'",
         pd.DataFrame(rows),
         [
+            *notes,
             "paired per-case differences (B - A), standard error across cases, t interval "
             "with cases - 1 degrees of freedom: it generalises to new cases like these; "
+            "p is the verdict's (with few cases the exact sign-flip test's, which must agree); "
             "never decided from overlapping intervals",
             *(
                 [f"the figures mark the {FIGURE_CASES} cases that moved most"]
@@ -577,6 +610,7 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
             ),
         ],
         plots,
+        verdicts,
     )
     return [comparison, Section("Cases that moved most", pd.DataFrame(moved))]
 

@@ -71,3 +71,35 @@ def test_displayed_frames_keep_dollar_signs_from_mathjax(tmp_path):
         assert shown is run or "$5" in html
     # a frame derived by the user is a plain DataFrame again
     assert type(rates(run)[["k", "n"]]) is pd.DataFrame
+
+
+def test_a_slice_of_an_evalnb_frame_is_kept_from_mathjax_in_a_kernel(tmp_path: Path) -> None:
+    # notebook 05's agree[["case_id", "mode_2"]]: a plain DataFrame, shown by IPython itself.
+    import nbformat
+    from nbclient import NotebookClient
+
+    rows = [
+        {
+            "case_id": "receipt",
+            "variant": "v1",
+            "repeat": r,
+            "answer": "$12.36 ... $19.50",
+            "checks": {"c": True},
+        }
+        for r in range(3)
+    ]
+    path = write_run(tmp_path / "run", rows)
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(f"import evalnb\nrun = evalnb.load({str(path)!r})"),
+        nbformat.v4.new_code_cell('run.samples[["case_id", "answer"]]'),
+        nbformat.v4.new_code_cell('evalnb.agreement(run)[["case_id", "mode_1"]]'),
+        nbformat.v4.new_code_cell('import pandas as pd\npd.DataFrame({"price": ["$1 and $2"]})'),
+    ]
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    shown = [c.outputs[0]["data"]["text/html"] for c in notebook.cells[1:]]
+    for html in shown[:2]:
+        assert html.startswith("<div class='tex2jax_ignore mathjax_ignore'>"), html[:80]
+        assert "$12.36 ... $19.50" in html
+    # a frame of the user's own, with none of evalnb's columns, is pandas' display unchanged
+    assert not shown[2].startswith("<div class='tex2jax_ignore")
