@@ -17,9 +17,10 @@ asymptotic kappa interval, Wilson and exact McNemar.
 
 from __future__ import annotations
 
+import html
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ from statsmodels.stats.inter_rater import cohens_kappa, fleiss_kappa
 
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis import _args
+from evalnb.analysis import _display as display
 from evalnb.analysis._exact import MAX_EXACT, sign_flip_p
 from evalnb.analysis._frames import KEY, Run, load
 from evalnb.analysis._rates import proportion_interval
@@ -108,23 +110,51 @@ class Calibration:
     annotators: pd.DataFrame
 
     def _repr_html_(self) -> str:
-        parts = [
-            "<div class='evalnb-calibration'><strong>check vs human verdicts</strong>",
-            self.summary.to_html(index=False, border=0, float_format="{:.3f}".format),
-        ]
+        # One sentence per annotator first; the tables stay a click away.
+        lines = [_annotator_line(row) for row in self.summary.to_dict("records")]
+        if not lines:
+            lines = ["<div>no reviewed sample has this check's outcome: nothing to compare</div>"]
+        tables = [("check vs human verdicts", self.summary)]
         if not self.annotators.empty:
-            parts += [
-                "<strong>agreement between annotators</strong>",
-                self.annotators.to_html(index=False, border=0, float_format="{:.3f}".format),
-            ]
+            tables.append(("agreement between annotators", self.annotators))
         shown = self.disagreements.drop(columns=["reason", "detail"]).head(20)
-        parts += [
-            f"<strong>{len(self.disagreements)} disagreeing samples</strong>"
-            + (" (first 20)" if len(self.disagreements) > 20 else ""),
-            shown.to_html(index=False, border=0),
-            "</div>",
-        ]
-        return "".join(parts)
+        first = " (first 20)" if len(self.disagreements) > 20 else ""
+        tables.append((f"{len(self.disagreements)} disagreeing samples{first}", shown))
+        details = "".join(
+            f"<details><summary>{html.escape(title)}</summary>{display.frame_html(frame)}</details>"
+            for title, frame in tables
+        )
+        return f"<div class='{display.NO_MATH} evalnb-calibration'>{''.join(lines)}{details}</div>"
+
+
+#: Below this many reviewed cases a calibration says its intervals are too wide to lean on.
+FEW_REVIEWED = 10
+
+
+def _annotator_line(row: Mapping[str, Any]) -> str:
+    """``judge vs you on 12 cases: agreement 0.917, kappa 0.82 (95% CI 0.55 to 1.00), ...``"""
+
+    def interval(name: str) -> str:
+        low, high = _number(row[f"{name}_low"]), _number(row[f"{name}_high"])
+        return f"{_number(row[name])} ({level} CI {low} to {high})"
+
+    level = f"{float(row['level']) * 100:g}%"
+    text = (
+        f"<b>{display.esc(row['check'])}</b> vs <b>{display.esc(row['annotator'])}</b> on "
+        f"{int(row['cases'])} cases ({int(row['n'])} samples): agreement "
+        f"{_number(row['agreement'])}, kappa {interval('kappa')}, TPR {interval('tpr')}, "
+        f"TNR {interval('tnr')}, McNemar p {_number(row['mcnemar_p'])}"
+    )
+    if int(row["cases"]) < FEW_REVIEWED:
+        text += display.note_html(
+            f"only {int(row['cases'])} reviewed cases: these intervals are too wide to lean "
+            f"on (review at least {FEW_REVIEWED} cases)"
+        )
+    return f"<div>{text}</div>"
+
+
+def _number(value: Any) -> str:
+    return "n/a" if value is None or not np.isfinite(float(value)) else f"{float(value):.3f}"
 
 
 def calibrate(

@@ -185,7 +185,7 @@ def compare_summary(frame: pd.DataFrame) -> str:
             f"{esc(told.test)}<span style='opacity:.7'>{methods}</span></div>"
         )
         if told.note:
-            lines.append(_note(told.note))
+            lines.append(note_html(told.note))
     return "".join(lines)
 
 
@@ -205,11 +205,13 @@ def suite_summary(frame: pd.DataFrame, few: int = 10) -> str:
         )
     if len(frame) and (frame["cases"] < few).any():
         lines.append(
-            _note(f"fewer than {few} cases: an interval across so few cases is necessarily wide")
+            note_html(
+                f"fewer than {few} cases: an interval across so few cases is necessarily wide"
+            )
         )
     if "cases_missing" in frame and (frame["cases_missing"] > 0).any():
         lines.append(
-            _note(
+            note_html(
                 "some groups lack cases that others have: their rates are over "
                 "different cases (evalnb.compare pairs cases)"
             )
@@ -236,7 +238,8 @@ def gate_summary(frame: pd.DataFrame) -> str:
     return head + "".join(lines)
 
 
-def _note(text: str) -> str:
+def note_html(text: str) -> str:
+    """A visible note under a result's sentence."""
     return (
         "<div style='border-left:3px solid #9a6700;padding:2px 8px;margin:2px 0 6px 0'>"
         f"note: {esc(text)}</div>"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -244,3 +245,30 @@ def test_kappa_without_variety_has_no_interval() -> None:
     strict = pd.DataFrame({"verdict": ["fail"] * 4, "outcome": [True, False, False, False]})
     row = calibrate(strict).summary.iloc[0]
     assert row["kappa"] == 0 and np.isnan(row["kappa_low"]) and np.isnan(row["kappa_high"])
+
+
+def test_the_display_says_one_line_per_annotator_and_cautions_below_ten_cases(
+    tmp_path: Path, judged: Path
+) -> None:
+    page = calibrate(judged)._repr_html_()
+    (line,) = re.findall(r"<div><b>judge</b> vs <b>ana</b> on 100 cases.*?</div>", page)
+    for words in ("agreement", "kappa", "95% CI", "TPR", "TNR", "McNemar p"):
+        assert words in line
+    assert "too wide" not in page
+    assert page.index("<details>") > page.index(line)  # the tables a click away
+    path = write_run(
+        tmp_path / "two",
+        [
+            {"case_id": f"c{i}", "variant": "v", "repeat": 0, "checks": {"judge": i == 0}}
+            for i in range(2)
+        ],
+    )
+    write_verdicts(
+        path,
+        [
+            {"case_id": f"c{i}", "variant": "v", "repeat": 0, "annotator": "ana", "verdict": v}
+            for i, v in enumerate(("pass", "fail"))
+        ],
+    )
+    page = calibrate(path)._repr_html_()
+    assert "only 2 reviewed cases: these intervals are too wide to lean on" in page
