@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number, is_whole
@@ -22,7 +22,7 @@ def choice(name: str, value: Any, allowed: Iterable[T]) -> T:
     if value not in allowed:
         options = ", ".join(repr(a) for a in allowed)
         raise ArgumentError(f"'{name}' must be one of {options}; got {value!r}")
-    return value
+    return cast(T, value)
 
 
 def level(value: Any) -> float:

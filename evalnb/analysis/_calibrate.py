@@ -286,7 +286,7 @@ def _details(rows: pd.DataFrame, position: np.ndarray) -> np.ndarray:
     text = wanted["check"].astype(str) + ": " + wanted["detail"].fillna("").astype(str)
     text = text.where(wanted["detail"].fillna("") != "", wanted["check"].astype(str) + ": ok")
     joined = text.groupby(wanted["position"].to_numpy()).agg("; ".join)
-    return pd.Series(position).map(joined).fillna("").to_numpy(dtype=object)
+    return np.asarray(pd.Series(position).map(joined).fillna("").to_numpy(dtype=object))
 
 
 def _frame_pairs(frame: pd.DataFrame, check: str) -> tuple[pd.DataFrame, dict[str, int]]:

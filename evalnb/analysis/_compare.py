@@ -367,7 +367,7 @@ def _holm(p: np.ndarray, family: np.ndarray) -> np.ndarray:
 
 def _mean_by(values: np.ndarray, ids: np.ndarray, cases: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.bincount(ids, weights=values, minlength=len(cases)) / cases
+        return np.asarray(np.bincount(ids, weights=values, minlength=len(cases)) / cases)
 
 
 def _correlation(x: np.ndarray, y: np.ndarray, ids: np.ndarray, size: int) -> np.ndarray:

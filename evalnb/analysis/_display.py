@@ -23,7 +23,7 @@ import math
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -76,7 +76,7 @@ class Result(pd.DataFrame):
 
     @property
     def _constructor(self) -> Callable[..., pd.DataFrame]:
-        return pd.DataFrame
+        return cast(Callable[..., pd.DataFrame], pd.DataFrame)
 
     def _repr_html_(self) -> str:
         summary = getattr(self, "_evalnb_summary", None)

@@ -106,7 +106,7 @@ def _hypergeom(size: int, total: int, drawn: int) -> np.ndarray:
     first, last = max(0, total - (size - drawn)), min(total, drawn)
     pmf = stats.hypergeom.pmf(np.arange(first, last + 1), size, total, drawn)
     pmf.flags.writeable = False
-    return pmf
+    return np.asarray(pmf)
 
 
 def conditional_mcnemar_interval(

@@ -402,5 +402,5 @@ def _same_values(old: pd.Series, new: pd.Series) -> bool:
     if isinstance(old.dtype, pd.CategoricalDtype) and isinstance(new.dtype, pd.CategoricalDtype):
         if list(old.cat.categories) == list(new.cat.categories):
             return bool(np.array_equal(old.cat.codes.to_numpy(), new.cat.codes.to_numpy()))
-        return old.astype(object).equals(new.astype(object))
-    return old.equals(new)
+        return bool(old.astype(object).equals(new.astype(object)))
+    return bool(old.equals(new))

@@ -253,7 +253,7 @@ def agresti_caffo_variance(k: np.ndarray, n: Any) -> np.ndarray:
     "Simple and effective confidence intervals for proportions and differences of
     proportions"): ``p~ (1 - p~) / (n + 2)``, ``p~ = (k + 1) / (n + 2)``; never 0."""
     rate = (k + 1) / (n + 2)
-    return rate * (1 - rate) / (n + 2)
+    return np.asarray(rate * (1 - rate) / (n + 2))
 
 
 def _normal_theory(
@@ -273,7 +273,7 @@ def _normal_theory(
 
 def _binomial_variance(rate: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Unbiased variance of a per-case rate from ``n`` draws: p(1-p)/(n-1)."""
-    return rate * (1 - rate) / np.maximum(n - 1, 1)
+    return np.asarray(rate * (1 - rate) / np.maximum(n - 1, 1))
 
 
 def _group_sums(diff: np.ndarray, clusters: np.ndarray) -> np.ndarray:

@@ -150,7 +150,7 @@ def _checked(power: Any, rate: Any, between_var: Any, within_var: Any) -> float 
     for name, value in (("between_var", between_var), ("within_var", within_var)):
         if value is not None and (not is_number(value, 0)):
             raise ArgumentError(f"{name!r} must be a non-negative number; got {value!r}")
-    return rate
+    return None if rate is None else float(rate)
 
 
 def _within(
@@ -545,7 +545,7 @@ def _enough(cases: int, n: np.ndarray, what: str) -> None:
 
 def _draw_variance(rate: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Unbiased per-draw variance of a case from n draws: p(1-p) n / (n-1)."""
-    return rate * (1 - rate) * n / (n - 1)
+    return np.asarray(rate * (1 - rate) * n / (n - 1))
 
 
 def _binomial_within(rate: float, diff: float | None) -> float:

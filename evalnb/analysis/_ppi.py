@@ -266,7 +266,7 @@ def _clustered_se(
 def _units(per_case: pd.DataFrame, ids: np.ndarray, size: int) -> np.ndarray:
     """Distinct case groups per id."""
     pairs = pd.DataFrame({"id": ids, "unit": per_case["unit"].astype(object).to_numpy()})
-    return (
+    return np.asarray(
         pairs.drop_duplicates().groupby("id").size().reindex(range(size), fill_value=0).to_numpy()
     )
 

@@ -61,7 +61,7 @@ def p_text(value: Any) -> str:
 
 def deciding_test(row: Mapping[str, Any]) -> str:
     """The test whose p the verdict uses: the exact test where it is the larger p."""
-    exact = row.get("p_exact")
+    exact = row.get("p_exact", math.nan)
     if _finite(exact) and row.get("exact_method") and float(exact) >= float(row["p_value"]):
         return str(row["exact_method"])
     return str(row["method"])

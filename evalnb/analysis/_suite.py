@@ -289,7 +289,9 @@ def _cases_missing(
     case_codes = pd.factorize(per_case["case_id"].astype(object))[0]
     union = pd.DataFrame({"family": family[ids], "case": case_codes}).drop_duplicates()
     in_family = union.groupby("family").size()
-    return (in_family.reindex(family).to_numpy() - out["cases"].to_numpy()).astype(np.int64)
+    return np.asarray(
+        (in_family.reindex(family).to_numpy() - out["cases"].to_numpy()).astype(np.int64)
+    )
 
 
 def _where(out: pd.DataFrame, rows: pd.DataFrame, by: list[str], column: str, what: str) -> str:

@@ -88,7 +88,7 @@ def classify(outcome: np.ndarray, incomplete: np.ndarray) -> np.ndarray:
 
 def check_outcome(outcome: pd.Series) -> np.ndarray:
     """Check outcomes as :class:`Outcome` codes (int8): False FAIL, True PASS, null UNSCORED."""
-    return outcome.astype("boolean").to_numpy(dtype=np.int8, na_value=Outcome.UNSCORED)
+    return np.asarray(outcome.astype("boolean").to_numpy(dtype=np.int8, na_value=Outcome.UNSCORED))
 
 
 def verdict_outcome(verdict: pd.Series) -> np.ndarray:
@@ -448,7 +448,7 @@ def sample_positions(samples: pd.DataFrame, other: pd.DataFrame) -> np.ndarray:
         position = index.get_indexer(key_o).astype(order.dtype)
     if missing.any():
         position[missing] = -1
-    return position
+    return np.asarray(position)
 
 
 def _mixed(factors: list[tuple[np.ndarray, int]], dtype: Any) -> np.ndarray:
@@ -633,9 +633,9 @@ def _frame_verdict_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def _incomplete(frame: pd.DataFrame) -> np.ndarray:
     if "status" in frame.columns:
         status = frame["status"]
-        return (status.notna() & (status != "completed")).to_numpy(dtype=bool)
+        return np.asarray((status.notna() & (status != "completed")).to_numpy(dtype=bool))
     if "incomplete" in frame.columns:
-        return frame["incomplete"].fillna(False).to_numpy(dtype=bool)
+        return np.asarray(frame["incomplete"].fillna(False).to_numpy(dtype=bool))
     return np.zeros(len(frame), dtype=bool)
 
 

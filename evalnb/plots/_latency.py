@@ -102,7 +102,7 @@ def _incomplete(frame: pd.DataFrame) -> np.ndarray:
     if "status" not in frame.columns:
         return np.zeros(len(frame), bool)
     status = frame["status"].astype(object)
-    return ((status != "completed") & status.notna()).to_numpy(bool)
+    return np.asarray(((status != "completed") & status.notna()).to_numpy(bool))
 
 
 def _draw_samples(
