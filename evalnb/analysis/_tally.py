@@ -38,6 +38,7 @@ from evalnb._exceptions import ArgumentError, StoreError
 from evalnb.analysis._args import choice, names
 from evalnb.analysis._frames import KEY, VERDICTS, Run
 from evalnb.store import SAMPLES_SCHEMA
+from evalnb.store._verdicts import UNREVIEWED
 
 ALL = "all"
 VERDICT = "verdict"
@@ -379,6 +380,8 @@ def _verdict_rows(run: Run, *, per_annotator: bool) -> pd.DataFrame:
         .drop_duplicates(["sample", "annotator"], keep="last")
         .drop(columns="created_at")
     )
+    # A latest row "unreviewed" took the verdict back: as if none had been given.
+    latest = latest[(latest["verdict"] != UNREVIEWED).to_numpy()]
     everyone = np.arange(len(samples))
     if per_annotator:
         annotators = latest["annotator"].cat.remove_unused_categories().cat.categories
@@ -624,6 +627,7 @@ def _frame_verdict_rows(frame: pd.DataFrame) -> pd.DataFrame:
         identity = [c for c in (*KEY, "annotator") if c in frame.columns]
         reviewed = frame[frame["verdict"].notna()].sort_values("created_at", kind="stable")
         latest = reviewed.drop_duplicates(identity, keep="last")
+        latest = latest[(latest["verdict"] != UNREVIEWED).to_numpy()]
         rows = pd.concat([latest, frame[frame["verdict"].isna()]], ignore_index=True)
     incomplete = _incomplete(rows)
     rows = rows.drop(columns=[c for c in ("status", "created_at", "reason") if c in rows.columns])
@@ -640,11 +644,10 @@ def _incomplete(frame: pd.DataFrame) -> np.ndarray:
 
 
 def _check_verdict_values(verdict: pd.Series) -> None:
-    bad = sorted(set(verdict.dropna().astype(object)) - set(VERDICTS))
+    bad = sorted(set(verdict.dropna().astype(object)) - {*VERDICTS, UNREVIEWED})
     if bad:
-        raise ArgumentError(
-            f"'verdict' values must be one of {', '.join(map(repr, VERDICTS))}; got {bad!r}"
-        )
+        options = ", ".join(map(repr, (*VERDICTS, UNREVIEWED)))
+        raise ArgumentError(f"'verdict' values must be one of {options}; got {bad!r}")
 
 
 def _hashable(column: pd.Series) -> bool:

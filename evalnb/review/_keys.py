@@ -7,6 +7,12 @@ shortcuts see it (``d d`` never deletes a cell) and is sent to the kernel in ord
 works offline. Every message is answered (``ack``), which lets the front end tell a busy
 kernel from a panel whose kernel restarted.
 
+A few keys (``local``) act in the page and never reach the kernel: putting the focus in
+the reason box, opening the sample list. Keys and button clicks that follow a change to
+one of the panel's other controls (the list, a filter) wait for the kernel to have heard
+of that change first (see :file:`keys.js`), so a verdict never lands on the sample shown
+before a jump.
+
 Each key and each click in the panel also carries the text of the panel's reason box,
 handed to ``on_reason`` first: the box's own updates travel on its own comm and
 ipywidgets holds them back while the kernel is busy, so without this a key pressed just
@@ -32,21 +38,25 @@ class KeyCapture(anywidget.AnyWidget):
 
     ``hint`` is the line of help the widget shows. ``on_reason``, when given, gets the
     reason box's text sent with each key and click, before the key, when the front end
-    had heard of the sample shown now (``shown``, the panel's name for it). ``received`` counts
-    the keys handled.
+    had heard of the sample shown now (``shown``, the panel's name for it). ``local`` maps
+    the keys the page handles itself to what they do there: ``"reason"`` focuses the
+    reason box, ``"list"`` opens or closes the sample list. ``received`` counts the keys
+    handled.
     """
 
     _esm = Path(__file__).with_name("keys.js")
     hint = traitlets.Unicode("").tag(sync=True)
     shown = traitlets.Unicode("").tag(sync=True)
+    local = traitlets.Dict(value_trait=traitlets.Enum(["reason", "list"])).tag(sync=True)
 
     def __init__(
         self,
         on_key: Callable[[str], None],
         hint: str,
         on_reason: Callable[[str], None] | None = None,
+        local: dict[str, str] | None = None,
     ):
-        super().__init__(hint=hint)
+        super().__init__(hint=hint, local=local or {})
         self._on_key = on_key
         self._on_reason = on_reason
         self.received = 0

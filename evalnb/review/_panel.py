@@ -1,8 +1,9 @@
 """The review panel: one sample at a time, a verdict and a reason, saved at each click.
 
 :func:`annotate` shows a sample as the reviewer needs it (case, variant, repeat; the
-prompt as sent; the tool actions requested and executed; the answer; the case's review
-instruction; the check outcomes; this reviewer's earlier verdict) with buttons for
+prompt as sent, the answer and the tool actions requested and executed, in a box that
+scrolls; beside it the case's review instruction and the check outcomes, which never
+scroll away; this reviewer's earlier verdict) with buttons for
 ``pass``, ``fail`` and ``needs_review``, ``skip`` and ``undo``. The panel only draws a
 :class:`~evalnb.review._state.ReviewState` and forwards each click and key to it; the
 state saves every verdict before the panel moves on, and a new panel resumes at the
@@ -45,13 +46,19 @@ _SHORTCUTS: dict[str, tuple[str, Callable[[Annotator], None]]] = {
     "j": ("next", lambda panel: panel.next()),
     "k": ("previous", lambda panel: panel.previous()),
     "u": ("unreviewed", lambda panel: panel.next_unreviewed()),
+    "e": ("reason box", lambda panel: panel.focus_reason()),
+    "l": ("sample list", lambda panel: panel.toggle_list()),
 }
+# The keys the page handles itself (the focus is the browser's, and keys typed after
+# them must reach the box at once): what KeyCapture does with each.
+_IN_PAGE = {"e": "reason", "l": "list"}
 # Keys that do what a letter does, and keys that do nothing and say nothing.
 _SAME = {"ArrowRight": "j", "ArrowLeft": "k"}
 _QUIET = {"Escape", "Enter", " "}
 
 #: What each key of the panel does.
 KEYS = {key: label for key, (label, _) in _SHORTCUTS.items()}
+_HINT = "keys: " + " · ".join(f"{k} {label}" for k, label in KEYS.items()) + " · Esc leaves a box"
 
 
 def annotate(
@@ -81,8 +88,10 @@ def annotate(
     choosing one jumps to it.
 
     Keys (:data:`KEYS`) work while the pointer is over the panel, or after a click in
-    it: ``p`` pass, ``f`` fail, ``r`` needs review, ``s`` skip, ``z`` undo, ``j``/``k``
-    next/previous, ``u`` next unreviewed. Escape leaves the reason box.
+    it: ``p`` pass, ``f`` fail, ``r`` needs review, ``s`` skip, ``z`` undo (a first
+    verdict too: the sample is unreviewed again), ``j``/``k`` next/previous, ``u`` next
+    unreviewed, ``e`` to type in the reason box, ``l`` to open or close the sample list
+    (its search box takes the keys). Escape leaves the reason box or the list.
 
     >>> panel = evalnb.annotate(run, annotator="ana")                 # doctest: +SKIP
     >>> panel                                                          # doctest: +SKIP
@@ -98,8 +107,9 @@ class Annotator(widgets.VBox):
     ``previous_button``, ``next_button``, ``next_unreviewed_button``, ``skip_button``,
     ``undo_button``, ``advance_box``, the filters ``variant_filter``, ``case_filter``,
     ``failing_only``, ``unreviewed_only``, ``disagreements_only``, the sample list
-    ``list_button`` (shows it), ``list_search``, ``list_sort`` and ``sample_list`` (choosing
-    an entry jumps to it), and ``key_capture`` (the
+    ``list_button`` (shows it), ``list_search`` (every word must match), ``list_sort`` and
+    ``sample_list`` (choosing an entry jumps to it), the sample view ``body`` (with the
+    review instruction and the checks beside what scrolls), and ``key_capture`` (the
     :class:`~evalnb.review._keys.KeyCapture`; :meth:`press` does what a key does).
     ``state`` is the :class:`~evalnb.review._state.ReviewState` it draws.
     """
@@ -194,21 +204,18 @@ class Annotator(widgets.VBox):
         except OSError as exc:
             self._say(f"NOT SAVED: {exc}", error=True)
             return
-        self._render()
         if undone is None:
             self._say("Nothing to undo in this panel.")
             return
         key = undone.key
         label = render.esc(f"{key['case_id']} · {key['variant']} · repeat {key['repeat']}")
         taken = render.esc(undone.undone.replace("_", " "))
-        if undone.restored is None:
-            self._say(
-                f"Back to {label}. Its <b>{taken}</b> was its first verdict: it stays until "
-                "you give another (the history is append-only)."
-            )
-        else:
-            restored = render.esc(undone.restored.replace("_", " "))
-            self._say(f"Undone: {label} is <b>{restored}</b> again (was {taken}).")
+        restored = "unreviewed" if undone.restored is None else undone.restored
+        kept = "; the history keeps both" if undone.restored is None else ""
+        self._render(
+            f"Undone: {label} is <b>{render.esc(restored.replace('_', ' '))}</b> again "
+            f"(was {taken}{kept})."
+        )
 
     def press(self, key: str) -> None:
         """Do what ``key`` does in the panel (see :data:`KEYS`)."""
@@ -221,6 +228,14 @@ class Annotator(widgets.VBox):
             self._say(f"Key {render.esc(key)} does nothing here; keys: {render.esc(keys)}")
             return
         action[1](self)
+
+    def focus_reason(self) -> None:
+        """Put the keyboard focus in the reason box (in the browser that shows the panel)."""
+        self.reason.focus()
+
+    def toggle_list(self) -> None:
+        """Open the sample list, or close it when it is open."""
+        self.list_button.value = not self.list_button.value
 
     def sync_reason(self, text: str) -> None:
         """Take ``text`` as the reason box's content now: the front end sends it with each
@@ -251,13 +266,14 @@ class Annotator(widgets.VBox):
             self._say("No sample is shown: change the filters.")
             return
         label = f"{key['case_id']} · {key['variant']} · repeat {key['repeat']}"
+        # Named by its sample: after advancing it says what was saved for the one left.
+        said = f"Saved <b>{render.esc(verdict)}</b> for {render.esc(label)}."
         if self.state.at != at:
-            self._render()  # moved on (advance): drawn first, so the message below stays
+            self._render(said)
         else:
             self._render_verdict()
             self._render_progress()
-        # Named by its sample: after advancing it says what was saved for the one left.
-        self._say(f"Saved <b>{render.esc(verdict)}</b> for {render.esc(label)}.")
+            self._say(said)
 
     # -- events from the widgets ----------------------------------------------------------
 
@@ -312,15 +328,19 @@ class Annotator(widgets.VBox):
         """Show ``message`` (HTML: callers escape what they put in it)."""
         self.status.value = render.message(message, error=error)
 
-    def _render(self) -> None:
+    def _render(self, said: str = "") -> None:
+        """Draw the shown sample, with ``said`` (HTML) as the status line."""
         self._rendering = True
         try:
-            self._draw()
+            self._draw(said)
         finally:
             self._rendering = False
         self._render_list()
 
-    def _draw(self) -> None:
+    def _draw(self, said: str) -> None:
+        # Each part is its own widget, updated in the browser one after another; the header
+        # goes last, so a header naming a sample means every other part shows it already
+        # (the reason box above all: text typed from then on is never overwritten).
         state = self.state
         shown = state.shown
         disabled = shown is None
@@ -330,22 +350,22 @@ class Annotator(widgets.VBox):
         self.next_button.disabled = disabled or state.at + 1 >= state.count
         self.skip_button.disabled = disabled
         self._render_progress()
+        self.status.value = render.message(said) if said else ""
         if shown is None:
-            self.header.value = render.NOTHING_SELECTED
             self.body.value = ""
             self.earlier.value = ""
             self.reason.value = ""
             self.key_capture.shown = ""
             self.unsaved.value = ""
+            self.header.value = render.NOTHING_SELECTED
             return
-        self.header.value = render.header(shown, several_runs=len(state.run.run_ids) > 1)
         self._render_body()
         self._render_verdict()
         self.reason.value = state.draft
         # after the box: the front end then never pairs this name with an older text
         self.key_capture.shown = str(state.position)
         self._render_unsaved()
-        self.status.value = ""
+        self.header.value = render.header(shown, several_runs=len(state.run.run_ids) > 1)
 
     def _render_body(self) -> None:
         state = self.state
@@ -424,11 +444,7 @@ class Annotator(widgets.VBox):
         self._build_sample()
         self._build_buttons()
         self._build_list()
-        self.key_capture = KeyCapture(
-            self.press,
-            "keys: " + " · ".join(f"{k} {label}" for k, label in KEYS.items()),
-            on_reason=self.sync_reason,
-        )
+        self.key_capture = KeyCapture(self.press, _HINT, on_reason=self.sync_reason, local=_IN_PAGE)
         self.status = widgets.HTML().add_class("evalnb-status")
         super().__init__(
             self._layout(filters),
@@ -469,15 +485,14 @@ class Annotator(widgets.VBox):
             min=0, max=1, layout=widgets.Layout(width="160px", height="14px")
         )
         self.progress_label = widgets.HTML().add_class("evalnb-progress")
-        # A box of fixed height that scrolls: the controls under it never move.
-        self.body = widgets.HTML(
-            layout=widgets.Layout(width="100%", height="24em", overflow="auto")
-        ).add_class("evalnb-body")
+        # What scrolls is inside (render.CSS): the prompt and answer in a box of fixed
+        # height, so the controls under it never move, and the checks beside it.
+        self.body = widgets.HTML(layout=widgets.Layout(width="100%")).add_class("evalnb-body")
         self.earlier = widgets.HTML().add_class("evalnb-earlier")
         self.unsaved = widgets.HTML().add_class("evalnb-unsaved")
         self.reason = widgets.Textarea(
-            placeholder="Reason (short, concrete: what is right or wrong, against the "
-            "review instruction)",
+            placeholder="Reason (key e; Esc leaves): short, concrete, what is right or "
+            "wrong against the review instruction",
             rows=2,
             layout=widgets.Layout(width="100%"),
         ).add_class("evalnb-reason")
@@ -514,10 +529,10 @@ class Annotator(widgets.VBox):
     def _build_list(self) -> None:
         """The sample list: its toggle, a search box, a sort, the list itself."""
         self.list_button = widgets.ToggleButton(
-            description="Sample list", icon="list", layout=widgets.Layout(width="auto")
+            description="Sample list (l)", icon="list", layout=widgets.Layout(width="auto")
         ).add_class("evalnb-list-button")
         self.list_search = widgets.Text(
-            placeholder="search: case, variant, status, checks, verdict",
+            placeholder="search words: case, variant, r3, status, checks, verdict",
             continuous_update=True,
             layout=widgets.Layout(width="320px"),
         ).add_class("evalnb-list-search")

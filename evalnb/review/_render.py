@@ -38,12 +38,20 @@ CSS = """
 .evalnb-annotator .nb-review-verdict {color:#9a6700}
 .evalnb-annotator .nb-quiet {color:var(--jp-ui-font-color2,#666)}
 .evalnb-annotator .nb-badge {color:white; border-radius:3px; padding:0 6px; font-size:12px}
-.evalnb-annotator .nb-checks td {padding:1px 10px 1px 0; vertical-align:top}
+.evalnb-annotator .nb-checks {list-style:none; padding-left:10px}
+.evalnb-annotator .nb-checks li {margin:2px 0}
+.evalnb-annotator .nb-checks .nb-detail {margin:0 0 4px 1.4em; white-space:pre-wrap;
+  color:var(--jp-content-font-color1,#222)}
 .evalnb-annotator .nb-actions {width:100%; border-collapse:collapse}
 .evalnb-annotator .nb-actions td, .evalnb-annotator .nb-actions th {vertical-align:top;
   text-align:left; padding:0 12px 0 0; width:50%}
 .evalnb-annotator ol {margin:0; padding-left:1.6em}
-.evalnb-annotator .evalnb-body {border:1px solid var(--jp-border-color3,#eee); padding:0 6px}
+.evalnb-annotator .nb-sample {display:flex; flex-wrap:wrap; align-items:flex-start; gap:0 12px}
+.evalnb-annotator .nb-read {flex:3 1 380px; min-width:0; height:24em; overflow:auto;
+  border:1px solid var(--jp-border-color3,#eee); padding:0 6px}
+.evalnb-annotator .nb-read .nb-answer .nb-pre {max-height:none}
+.evalnb-annotator .nb-read .nb-prompt .nb-pre {max-height:8em}
+.evalnb-annotator .nb-judge {flex:2 1 260px; min-width:0}
 .evalnb-annotator .evalnb-earlier {white-space:nowrap; overflow:hidden; text-overflow:ellipsis}
 .evalnb-annotator .nb-unsaved {color:#9a6700; font-size:12px}
 .evalnb-annotator .nb-pair {width:100%; table-layout:fixed; border-collapse:separate;
@@ -52,6 +60,7 @@ CSS = """
   border:1px solid var(--jp-border-color2,#ddd); border-radius:4px}
 .evalnb-annotator .nb-current {border:2px solid var(--jp-brand-color1,#1976d2)}
 .evalnb-annotator .nb-side .nb-pre {max-height:12em}
+.evalnb-annotator .nb-side .nb-prompt .nb-pre {max-height:5em}
 .evalnb-annotator .evalnb-list select {font-family:var(--jp-code-font-family,monospace);
   font-size:12px}
 .evalnb-keys-hint {font-size:12px; color:var(--jp-ui-font-color2,#666)}
@@ -117,31 +126,34 @@ def header(sample: SampleView, *, several_runs: bool) -> str:
 
 
 def body(sample: SampleView) -> str:
-    """The review instruction, prompt, answer, tool actions and check outcomes."""
+    """The prompt, answer and tool actions in a box that scrolls, and beside it (below
+    it when the panel is narrow) the review instruction and the check outcomes, which
+    stay in view however long the answer is."""
     review = sample.review
-    parts = [
-        _section(
-            "Review instruction",
-            "<div class='nb-box nb-review'>"
-            + (
-                esc(review)
-                if not _missing(review) and review != ""
-                else "<em>No review instruction for this case.</em>"
-            )
-            + "</div>",
-        ),
-        _section("Prompt as sent", _pre(sample.prompt)),
-    ]
     if _missing(sample.answer):
         text = f"No answer (status {esc(sample.status)})"
         if not _missing(sample.error):
             text += f": {esc(sample.error)}"
-        parts.append(_section("Answer", f"<div class='nb-box nb-fail'>{text}</div>"))
+        answer = f"<div class='nb-box nb-fail'>{text}</div>"
     else:
-        parts.append(_section("Answer", _pre(sample.answer)))
-    parts.append(_section("Tool actions", _actions(sample.requested, sample.executed)))
-    parts.append(_section("Checks", _checks(sample.checks)))
-    return "".join(parts)
+        answer = _pre(sample.answer)
+    read = (
+        _section("Prompt as sent", _pre(sample.prompt), "nb-prompt")
+        + _section("Answer", answer, "nb-answer")
+        + _section("Tool actions", _actions(sample.requested, sample.executed))
+    )
+    instruction = (
+        esc(review)
+        if not _missing(review) and review != ""
+        else "<em>No review instruction for this case.</em>"
+    )
+    judge = _section(
+        "Review instruction", f"<div class='nb-box nb-review'>{instruction}</div>"
+    ) + _section("Checks", _checks(sample.checks), "nb-check-results")
+    return (
+        f"<div class='nb-sample'><div class='nb-read'>{read}</div>"
+        f"<div class='nb-judge'>{judge}</div></div>"
+    )
 
 
 def side_by_side(
@@ -181,12 +193,14 @@ def side_by_side(
             answer = f"<div class='nb-box nb-fail'>No answer ({esc(sample.status)}){error}</div>"
         else:
             answer = _pre(sample.answer)
+        # The checks first: the answer under them scrolls, they do not.
         cells.append(
             f"<td class='{mark}'><div class='nb-side-head'>variant <b>{esc(side)}</b> "
             f"<span class='nb-badge' style='background:{badge}'>{esc(sample.status)}</span> "
             f"· {state}{' · <b>shown</b>' if current else ''}</div>"
-            f"{_section('Answer', answer)}{_section('Checks', _checks(sample.checks))}"
-            f"{_section('Prompt as sent', _pre(sample.prompt))}</td>"
+            f"{_section('Checks', _checks(sample.checks), 'nb-check-results')}"
+            f"{_section('Answer', answer, 'nb-answer')}"
+            f"{_section('Prompt as sent', _pre(sample.prompt), 'nb-prompt')}</td>"
         )
     return (
         _section("Review instruction", f"<div class='nb-box nb-review'>{instruction}</div>")
@@ -201,12 +215,14 @@ def _checks(checks: Sequence[tuple[Any, Any, Any]]) -> str:
     lines = []
     for name, outcome, detail in checks:
         mark, word, kind = marks.get(outcome, ("–", "unscored", "nb-quiet"))
+        # The detail (a judge's explanation) on its own line: it fits a narrow column.
+        said = "" if _missing(detail) or detail == "" else esc(detail)
         lines.append(
-            f"<tr class='{kind}'><td><b>{mark}</b></td>"
-            f"<td><code>{esc(name)}</code></td><td>{word}</td>"
-            f"<td>{'' if _missing(detail) else esc(detail)}</td></tr>"
+            f"<li class='{kind}'><b>{mark}</b> <code>{esc(name)}</code> {word}"
+            + (f"<div class='nb-detail'>{said}</div>" if said else "")
+            + "</li>"
         )
-    return f"<table class='nb-box nb-checks'>{''.join(lines)}</table>"
+    return f"<ul class='nb-box nb-checks'>{''.join(lines)}</ul>"
 
 
 def _actions(requested: list[dict[str, Any]], executed: list[dict[str, Any]]) -> str:
@@ -245,8 +261,9 @@ def _listing(actions: list[dict[str, Any]], *, ran: bool) -> str:
     return f"<ol>{''.join(items)}</ol>"
 
 
-def _section(name: str, content: str) -> str:
-    return f"<div class='nb-title'>{name}</div>{content}"
+def _section(name: str, content: str, kind: str = "") -> str:
+    """A titled part; ``kind`` is its class (tests and the style sheet find it by it)."""
+    return f"<div class='nb-part {kind}'><div class='nb-title'>{name}</div>{content}</div>"
 
 
 def _pre(text: Any) -> str:

@@ -11,14 +11,16 @@ reviewer would:
 >>> review.next_unreviewed()                                  # doctest: +SKIP
 
 A verdict is written (one verdicts part, :mod:`evalnb.store._verdicts`) before the state
-changes, so a kernel that dies loses nothing recorded; a new state resumes at the first
-sample this annotator has not reviewed. Nothing typed is lost either: a reason typed for
-a sample is kept as its draft (on disk, :mod:`evalnb.review._drafts`) across moves and
-restarts, and an edited reason of a sample already judged is saved with its verdict when
-the reviewer moves on. States of one annotator on the same runs in one process share
-what is saved: a verdict given in one panel shows in the others. Filters are applied
-once per change into an index of samples; moving only steps through that index, so a
-move costs the same on a run of 100,000 samples as on a run of 100.
+changes, so a kernel that dies loses nothing recorded; an undo is written too (the verdict
+before, or ``unreviewed`` when there was none), so the history only grows. A new state
+resumes at the first sample this annotator has not reviewed. Nothing typed is lost
+either: a reason typed for a sample is kept as its draft (on disk,
+:mod:`evalnb.review._drafts`) across moves and restarts, and an edited reason of a sample
+already judged is saved with its verdict when the reviewer moves on. States of one
+annotator on the same runs in one process share what is saved: a verdict given in one
+panel shows in the others. Filters are applied once per change into an index of
+samples; moving only steps through that index, so a move costs the same on a run of
+100,000 samples as on a run of 100.
 """
 
 from __future__ import annotations
@@ -37,7 +39,13 @@ from evalnb._exceptions import ArgumentError
 from evalnb.analysis._frames import Run, load
 from evalnb.review._drafts import DraftBook, DraftKey
 from evalnb.review._queue import Queue, SampleKey, SampleView
-from evalnb.store._verdicts import VERDICTS, VerdictStore, latest_verdicts, verdict_history
+from evalnb.store._verdicts import (
+    UNREVIEWED,
+    VERDICTS,
+    VerdictStore,
+    latest_verdicts,
+    verdict_history,
+)
 
 __all__ = ["LIST_SORTS", "Filters", "ReviewState"]
 
@@ -59,8 +67,8 @@ _DRAFTS: dict[tuple[str, str], DraftBook] = {}
 @dataclass(frozen=True)
 class Undone:
     """What :meth:`ReviewState.undo` did: the sample it went back to, the verdict taken
-    back, and the one restored (None: the sample had no earlier verdict, so the verdict
-    taken back stays until another is given; the history is append-only)."""
+    back, and the one restored (None: the sample had no earlier verdict and is unreviewed
+    again)."""
 
     key: SampleKey
     undone: str
@@ -332,8 +340,10 @@ class ReviewState:
         ``status``, ``checks`` (``fail``: a check fails, ``pass``: every check passes,
         ``unscored``, ``none``) and ``verdict`` (this annotator's, ``""`` when none).
 
-        ``search`` keeps the rows whose case, variant, status, checks or verdict contain it
-        (case-insensitive); ``sort`` is one of :data:`LIST_SORTS`; at most ``limit`` rows.
+        ``search`` keeps the rows that contain every word of it (case-insensitive) in
+        their case, variant, repeat (as ``r3``), status, checks or verdict: ``"refund v2"``
+        finds case ``refund-late`` of variant ``v2``. ``sort`` is one of
+        :data:`LIST_SORTS`; at most ``limit`` rows.
         """
         if sort not in LIST_SORTS:
             options = ", ".join(repr(o) for o in LIST_SORTS)
@@ -353,12 +363,17 @@ class ReviewState:
                 "verdict": np.array([*VERDICTS, ""], dtype=object)[verdict],
             }
         )
-        if search.strip():
-            needle = search.strip().lower()
-            text = frame["case_id"].astype(str)
-            for column in ("variant", "status", "checks", "verdict"):
+        words = search.lower().split()
+        if words:
+            text = frame["case_id"].astype(str) + " " + frame["variant"].astype(str)
+            text = text + " r" + frame["repeat"].astype(str)
+            for column in ("status", "checks", "verdict"):
                 text = text + " " + frame[column].astype(str)
-            frame = frame[text.str.lower().str.contains(needle, regex=False).to_numpy()]
+            text = text.str.lower()
+            keep = np.ones(len(frame), dtype=bool)
+            for word in words:
+                keep &= text.str.contains(word, regex=False).to_numpy()
+            frame = frame[keep]
         if sort == "checks":
             # failing first: what a reviewer looks at first
             rank = frame["checks"].map({o: i for i, o in enumerate(_OUTCOMES)})
@@ -458,22 +473,25 @@ class ReviewState:
     def undo(self) -> Undone | None:
         """Take back the last verdict given in this state and show its sample again.
 
-        The verdict the sample had before is saved again as a new verdict (the history
-        keeps both); a sample judged for the first time keeps the verdict taken back
-        until another is given. Returns what was done, or None when there is nothing to
-        undo.
+        Nothing is erased: the verdict the sample had before is saved again as a new
+        verdict, or, for a sample judged for the first time, ``unreviewed`` is saved and
+        the sample counts as unreviewed again (here, in the other panels and for every
+        reader of :func:`~evalnb.store._verdicts.latest_verdicts`); the reason given
+        with the verdict taken back becomes its draft again. Returns what was done, or
+        None when there is nothing to undo.
         """
         if not self._undo:
             return None
         row, code, reason, _ = self._undo.pop()
-        undone = self._verdict[row]
-        key = self.queue.key(row)
+        current = int(self._verdict[row])
+        undone = UNREVIEWED if current == _NONE else VERDICTS[current]
+        given = self._reason.get(row, "")
         restored = None if code == _NONE else VERDICTS[code]
-        if restored is not None:
-            self._save(row, restored, reason)
-        self._book(row).put(self._draft_key(row), None)
+        key = self._save(row, restored or UNREVIEWED, reason)
+        if restored is None and given:
+            self._book(row).put(self._draft_key(row), given)
         self._show(row)
-        return Undone(key, VERDICTS[undone], restored)
+        return Undone(key, undone, restored)
 
     def _show(self, row: int) -> None:
         """Show the sample at ``row`` of the samples: in the selection when it is there,
@@ -495,7 +513,7 @@ class ReviewState:
             reason=reason,
         )
         self._book(row).put(self._draft_key(row), None)
-        self._note(row, _CODES[verdict], reason, saved["created_at"])
+        self._note(row, _code(verdict), reason, saved["created_at"])
         self.run.forget("verdicts")
         for peer in list(self._peers):
             if peer is not self:
@@ -503,19 +521,30 @@ class ReviewState:
         return key
 
     def _note(self, row: int, code: int, reason: str, saved_at: dt.datetime) -> None:
-        if self._verdict[row] == _NONE and row in self._positions[self._index]:
-            self._reviewed += 1
+        """Know that ``row`` now has the verdict ``code`` (``_NONE``: taken back)."""
+        judged, was_judged = code != _NONE, self._verdict[row] != _NONE
+        if judged != was_judged and row in self._positions[self._index]:
+            self._reviewed += 1 if judged else -1
         self._verdict[row] = code
-        self._reason[row] = reason
-        self._saved_at[row] = saved_at
+        if judged:
+            self._reason[row] = reason
+            self._saved_at[row] = saved_at
+        else:
+            self._reason.pop(row, None)
+            self._saved_at.pop(row, None)
 
     def _heard(self, key: SampleKey, verdict: str, reason: str, saved_at: dt.datetime) -> None:
         """Another state of this annotator saved a verdict: know it, and redraw."""
         rows = self.queue.rows(pd.DataFrame([key]))
         if rows[0] >= 0:
-            self._note(int(rows[0]), _CODES[verdict], reason, saved_at)
+            self._note(int(rows[0]), _code(verdict), reason, saved_at)
         for callback in list(self.on_change):
             callback()
+
+
+def _code(verdict: str) -> int:
+    """The code kept per sample for a saved value: ``unreviewed`` is no verdict."""
+    return _NONE if verdict == UNREVIEWED else _CODES[verdict]
 
 
 def _text_key(column: pd.Series) -> pd.Series:

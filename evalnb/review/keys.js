@@ -8,7 +8,18 @@
 // sent to the kernel with a sequence number. Messages on one comm arrive in order, and
 // the kernel handles them one at a time: a queue, so no key is dropped or reordered.
 // Typing in the panel's own text fields is left to them (stopped at the panel instead);
-// Escape leaves a text field so that keys work again.
+// Escape leaves a text field so that keys work again. The keys in "local" act here and
+// never reach the kernel: one puts the focus in the reason box, one opens or closes the
+// sample list (through its toggle button, so the kernel hears of it as of a click) and,
+// when it opens, puts the focus in its search box.
+//
+// Keys and clicks must reach the kernel after every change the reviewer made before them
+// to the panel's other controls (the sample list, the filters, the checkboxes), or a
+// verdict could land on the sample the panel showed before a jump. Those changes travel
+// as widget state, which ipywidgets holds back while the same control has an update
+// unanswered; keys and clicks are messages, which it sends at once. So after such a change
+// this sends a ping, and keys and button clicks wait in order until its answer: by then
+// every update held back has gone out ahead of them.
 //
 // Each key and each click in the panel carries the text of the panel's reason box: the
 // box's own updates go on its own comm, which ipywidgets holds back while the kernel is
@@ -45,6 +56,9 @@ function render({ model, el }) {
   let seq = 0;
   let lost = false;
   const waiting = new Map(); // seq -> time sent
+  let holding = 0; // the ping keys and clicks wait for (-1: about to be sent, 0: none)
+  let pings = 0; // pings about to be sent
+  const held = []; // what waits, in order: functions that send a key or repeat a click
 
   const findPanel = () => {
     if (!panel || !panel.isConnected) {
@@ -75,6 +89,56 @@ function render({ model, el }) {
       lost = true;
       say(STALE);
     }
+  };
+
+  const later = (action) => {
+    if (holding) held.push(action);
+    else action();
+  };
+
+  const release = () => {
+    holding = 0;
+    while (held.length && !holding) held.shift()();
+  };
+
+  const onChange = (event) => {
+    const mine = findPanel();
+    const target = event.target;
+    if (!mine || !mine.contains(target) || target.closest(".evalnb-reason")) return;
+    // After ipywidgets' own handler (bubbling, at the control) has sent or held its update.
+    holding = -1;
+    pings += 1;
+    setTimeout(() => {
+      send({ event: "ping" });
+      pings -= 1;
+      holding = seq;
+    }, 0);
+  };
+
+  const onClick = (event) => {
+    const mine = findPanel();
+    const button = event.target.closest && event.target.closest("button");
+    if (!holding || !button || !mine || !mine.contains(button)) return;
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    held.push(() => button.click());
+  };
+
+  const act = (what, mine) => {
+    if (what === "reason") {
+      mine.querySelector(".evalnb-reason textarea")?.focus();
+      return;
+    }
+    const toggle = mine.querySelector(".evalnb-list-button");
+    const list = mine.querySelector(".evalnb-list");
+    if (what !== "list" || !toggle || !list) return;
+    const opening = !toggle.classList.contains("mod-active");
+    later(() => toggle.click());
+    // Shown at once (the kernel shows it too when it hears of the toggle), so the search
+    // box takes the next keys as text, not as shortcuts.
+    list.style.display = opening ? "flex" : "none";
+    if (opening) list.querySelector(".evalnb-list-search input")?.focus();
+    else mine.focus();
   };
 
   const engaged = (target) => {
@@ -118,8 +182,16 @@ function render({ model, el }) {
     if (!engaged(target)) return;
     event.preventDefault();
     event.stopImmediatePropagation();
-    if (event.repeat || event.key.length !== 1 && !["Escape", "Enter", "ArrowLeft", "ArrowRight"].includes(event.key)) return;
-    send({ event: "key", key: event.key, reason: reasonText(), shown: model.get("shown") });
+    if (event.repeat) return;
+    const own = (model.get("local") || {})[event.key.length === 1 ? event.key.toLowerCase() : event.key];
+    if (own) {
+      act(own, mine);
+      return;
+    }
+    if (event.key.length !== 1 && !["Escape", "Enter", "ArrowLeft", "ArrowRight"].includes(event.key)) return;
+    // What the key carries is read now, when it is pressed, even if it waits.
+    const content = { event: "key", key: event.key, reason: reasonText(), shown: model.get("shown") };
+    later(() => send(content));
   };
 
   const onMessage = (content) => {
@@ -128,6 +200,7 @@ function render({ model, el }) {
       for (const [n] of waiting) if (n < content.ack) waiting.delete(n);
       lost = false;
       say("");
+      if (holding > 0 && !pings && content.ack >= holding) release();
     }
   };
 
@@ -146,12 +219,16 @@ function render({ model, el }) {
 
   window.addEventListener("keydown", onKey, true);
   window.addEventListener("pointerdown", onDown, true);
+  window.addEventListener("change", onChange, true);
+  window.addEventListener("click", onClick, true);
   model.on("msg:custom", onMessage);
 
   return () => {
     clearInterval(watch);
     window.removeEventListener("keydown", onKey, true);
     window.removeEventListener("pointerdown", onDown, true);
+    window.removeEventListener("change", onChange, true);
+    window.removeEventListener("click", onClick, true);
   };
 }
 

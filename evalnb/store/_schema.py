@@ -131,7 +131,12 @@ VERDICTS_SCHEMA = pa.schema(
     [
         *_KEY,
         _field("annotator", pa.string(), "Who gave the verdict.", False),
-        _field("verdict", pa.string(), "pass, fail or needs_review.", False),
+        _field(
+            "verdict",
+            pa.string(),
+            "pass, fail or needs_review; unreviewed takes an earlier verdict back.",
+            False,
+        ),
         _field("reason", pa.string(), "The reviewer's short reason."),
         _field("created_at", _TS, "When the verdict was saved (UTC).", False),
     ],

@@ -4,7 +4,9 @@ A verdict is ``pass``, ``fail`` or ``needs_review`` with a short reason, given b
 annotator to one sample. Each save is its own small Parquet part under ``verdicts/``,
 written to a temporary name, synced and renamed, so a kernel that dies loses nothing
 already clicked. Nothing is overwritten: the latest verdict per (sample, annotator)
-counts and the full history stays readable.
+counts and the full history stays readable. A verdict is taken back by saving
+:data:`UNREVIEWED` after it: the history keeps both rows, and :func:`latest_verdicts`
+then has no row for that sample and annotator, as if none had been given.
 
 Many small parts read slowly; :func:`compact_verdicts` merges them into one. It writes
 the merged part first and only then deletes the parts it merged, so a crash in between
@@ -37,6 +39,7 @@ from evalnb.store._schema import KEY, VERDICTS, VERDICTS_SCHEMA
 from evalnb.store._writer import RunWriter
 
 __all__ = [
+    "UNREVIEWED",
     "VERDICTS",
     "VerdictStore",
     "compact_verdicts",
@@ -45,15 +48,22 @@ __all__ = [
     "verdict_history",
 ]
 
+#: The value saved to take a verdict back: the sample is unreviewed again for that
+#: annotator. Not a verdict a person gives, so it is not in :data:`VERDICTS`.
+UNREVIEWED = "unreviewed"
+_SAVABLE = (*VERDICTS, UNREVIEWED)
 _READ_ATTEMPTS = 5
 
 
 def _check_values(annotator: Any, verdict: Any, reason: Any) -> None:
     if not isinstance(annotator, str) or not annotator.strip():
         raise ArgumentError(f"'annotator' must be a non-empty string (a name); got {annotator!r}")
-    if verdict not in VERDICTS:
+    if verdict not in _SAVABLE:
         options = ", ".join(repr(v) for v in VERDICTS)
-        raise ArgumentError(f"'verdict' must be one of {options}; got {verdict!r}")
+        raise ArgumentError(
+            f"'verdict' must be one of {options}; got {verdict!r} ({UNREVIEWED!r} takes "
+            "a verdict back)"
+        )
     if reason is not None and not isinstance(reason, str):
         raise TypeError(f"'reason' must be a string or None; got {type(reason).__name__}")
 
@@ -96,8 +106,9 @@ class VerdictStore:
     ) -> dict[str, Any]:
         """Write one verdict as its own part and return the row written.
 
-        The sample key is not looked up (the panel knows its samples exist); use
-        :func:`save_verdict` to have it checked.
+        ``verdict`` is one of :data:`VERDICTS`, or :data:`UNREVIEWED` to take back the
+        annotator's verdict on the sample. The sample key is not looked up (the panel
+        knows its samples exist); use :func:`save_verdict` to have it checked.
         """
         _check_values(annotator, verdict, reason)
         row = {
@@ -171,7 +182,8 @@ def verdict_history(
 ) -> pd.DataFrame:
     """Every verdict ever saved, oldest first, each once (columns of the verdicts schema).
 
-    ``run_dir`` may be several run directories; ``annotator`` keeps one person's.
+    ``run_dir`` may be several run directories; ``annotator`` keeps one person's. Rows
+    of :data:`UNREVIEWED` (a verdict taken back) are part of the history.
     """
     paths = _paths(run_dir)
     tables = [_read(path) for path in paths]
@@ -190,7 +202,9 @@ def latest_verdicts(
     """The verdict that counts per (sample, annotator): the latest saved.
 
     ``data`` is a run directory, several, or a frame of verdict rows (``run.verdicts``).
-    Ties in ``created_at`` keep the row stored last.
+    Ties in ``created_at`` keep the row stored last. Where the latest row is
+    :data:`UNREVIEWED` the verdict was taken back: that sample and annotator have no
+    row, so every verdict left is one of :data:`VERDICTS`.
     """
     if isinstance(data, pd.DataFrame):
         missing = [c for c in (*KEY, "annotator", "verdict", "created_at") if c not in data]
@@ -203,7 +217,8 @@ def latest_verdicts(
     else:
         frame = verdict_history(data, annotator=annotator)
     identity = [*KEY, "annotator"]
-    return frame.drop_duplicates(identity, keep="last").reset_index(drop=True)
+    latest = frame.drop_duplicates(identity, keep="last")
+    return latest[(latest["verdict"] != UNREVIEWED).to_numpy()].reset_index(drop=True)
 
 
 def compact_verdicts(run_dir: str | os.PathLike[str]) -> Path | None:

@@ -11,6 +11,7 @@ import pytest
 
 from evalnb.analysis import calibrate, load, rates
 from evalnb.review import Annotator, annotate
+from evalnb.review._panel import KEYS
 from evalnb.store._verdicts import VerdictStore, latest_verdicts, verdict_history
 from tests.builders import shown, tool_run, write_run
 
@@ -212,6 +213,38 @@ def test_keys_do_what_the_buttons_do(run_dir: Path) -> None:
     assert latest_verdicts(run_dir)["verdict"].tolist() == ["fail", "needs_review"]
 
 
+def test_a_key_opens_the_reason_box_and_one_the_list_and_the_help_names_them(
+    run_dir: Path,
+) -> None:
+    panel = annotate(run_dir, annotator="ana", advance=False)
+    assert KEYS["e"] == "reason box" and KEYS["l"] == "sample list"
+    assert len(KEYS) == 10 and not {"e", "l"} & {"ArrowLeft", "ArrowRight", "Escape"}
+    hint = panel.key_capture.hint
+    for key, label in KEYS.items():
+        assert f"{key} {label}" in hint
+    assert "Esc leaves a box" in hint
+    # The page does these two itself, at once; from Python they ask the front end.
+    assert panel.key_capture.local == {"e": "reason", "l": "list"}
+    sent: list[object] = []
+    panel.reason.send = sent.append  # type: ignore[method-assign]
+    panel.press("e")
+    assert sent == [{"do": "focus"}]
+    panel.press("L")
+    assert panel.list_button.value and panel.list_box.layout.display == "flex"
+    panel.press("l")
+    assert not panel.list_button.value and panel.list_box.layout.display == "none"
+    assert panel.status.value == "" and latest_verdicts(run_dir).empty
+
+
+def test_the_checks_sit_beside_the_answer_outside_its_scroll_box(run_dir: Path) -> None:
+    panel = annotate(run_dir, annotator="ana", advance=False)
+    read, judge = panel.body.value.split("<div class='nb-judge'>")
+    assert "class='nb-read'" in read and "Answer" in read and "Prompt as sent" in read
+    assert "nb-check-results" not in read
+    assert "nb-check-results" in judge and "Review instruction" in judge
+    assert "height:24em; overflow:auto" in panel.children[0].value  # the box that scrolls
+
+
 def test_keys_from_the_front_end_are_handled_in_order_and_answered(run_dir: Path) -> None:
     panel = annotate(run_dir, annotator="ana")
     answers: list[object] = []
@@ -250,9 +283,45 @@ def test_undo_appends_the_earlier_verdict_and_goes_back(run_dir: Path) -> None:
     history = verdict_history(run_dir)
     assert history["verdict"].tolist() == ["fail", "pass", "fail"]  # nothing is erased
     assert history["reason"].tolist() == ["too vague", "fine after all", "too vague"]
-    panel.undo_button.click()  # the first verdict: there is nothing earlier to restore
-    assert "first verdict" in panel.status.value and shown(panel) == ("read", "v1", 0)
-    assert len(verdict_history(run_dir)) == 3 and panel.undo_button.disabled
+    panel.undo_button.click()  # the first verdict: the sample is unreviewed again
+    assert "<b>unreviewed</b> again (was fail" in panel.status.value
+    assert shown(panel) == ("read", "v1", 0) and panel.undo_button.disabled
+    history = verdict_history(run_dir)
+    assert history["verdict"].tolist() == ["fail", "pass", "fail", "unreviewed"]
+    assert latest_verdicts(run_dir).empty
+    assert panel.reviewed == 0 and "Not reviewed by ana yet" in panel.earlier.value
+    assert panel.fail_button.description == "Fail"  # no ✓ on any verdict button
+    # The reason given with the verdict taken back is a draft again, not lost.
+    assert panel.reason.value == "too vague" and "draft kept" in panel.unsaved.value
+    panel.unreviewed_only.value = True
+    assert panel.count == 8 and shown(panel) == ("read", "v1", 0)
+
+
+def test_a_first_verdict_undone_is_no_verdict_for_every_reader(run_dir: Path) -> None:
+    panel = annotate(run_dir, annotator="ana")
+    other = annotate(run_dir, annotator="ana", advance=False)  # the same reviewer's
+    panel.fail_button.click()
+    assert other.reviewed == 1
+    panel.press("z")
+    assert panel.reviewed == 0 and other.reviewed == 0
+    assert "Not reviewed by ana yet" in other.earlier.value
+    assert latest_verdicts(run_dir).empty
+    assert latest_verdicts(verdict_history(run_dir)).empty  # a frame of rows too
+    assert calibrate(run_dir, check="all").summary.empty
+    assert annotate(run_dir, annotator="ana").reviewed == 0  # a new panel resumes there
+    # A new verdict after the undo counts as usual.
+    panel.pass_button.click()
+    assert latest_verdicts(run_dir)["verdict"].tolist() == ["pass"]
+    assert calibrate(run_dir, check="all").summary["annotator"].tolist() == ["ana"]
+
+
+def test_rates_of_verdicts_count_a_first_verdict_undone_as_unreviewed(run_dir: Path) -> None:
+    panel = annotate(run_dir, annotator="ana")
+    panel.fail_button.click()
+    panel.pass_button.click()
+    panel.press("z")
+    counted = rates(load(run_dir), source="verdicts", by=[])
+    assert counted["n"].sum() == 1 and counted["unreviewed"].sum() == 7
 
 
 def test_annotators_are_kept_apart(run_dir: Path) -> None:

@@ -1,15 +1,23 @@
 """The review panel in a real JupyterLab, driven by a real headless Chromium.
 
 One JupyterLab for the whole module; the notebook is run through the menu (Run → Run All
-Cells) as a person would. The reviewer types a reason, clicks, and works with keys:
-after a click anywhere in the panel, fast (30 keys 10 ms apart, each stored in order),
-and never reaching JupyterLab (``d d`` deletes no cell). Drafts survive moving and a
-kernel restart; after a restart the old panel says it is stale. A sample whose answer is
-an HTML/script attack shows as literal text and runs nothing. A key pressed at once after
-typing keeps every character typed. A second notebook shows a ``compare`` result (its
-verdict first, model text with ``$`` not typeset) and the side-by-side review of two
-variants, with a jump from the sample list. Screenshots of the panel, the side-by-side
-view and the compare result go to test-artifacts/ (and one of the page on failure).
+Cells) as a person would. The reviewer types a reason (reached with its key), clicks, and
+works with keys: after a click anywhere in the panel, fast (30 keys 10 ms apart, each
+stored in order), and never reaching JupyterLab (``d d`` deletes no cell). Undo restores
+an earlier verdict, and takes a first one back. Drafts survive moving and a kernel
+restart; after a restart the old panel says it is stale. The sample list opens with its
+key, finds by every word, and a key pressed at once after choosing in it lands on the
+sample chosen last. A sample whose answer is an HTML/script attack shows as literal text
+and runs nothing. A key pressed at once after typing keeps every character typed. With a
+long answer at 1,400 x 900 the checks (the judge's detail included) are in view beside
+it. A second notebook shows a ``compare`` result (its verdict first, model text with
+``$`` not typeset) and the side-by-side review of two variants, with a jump from the
+sample list. Screenshots of the panel, the panel at 1,400 x 900, the side-by-side view
+and the compare result go to test-artifacts/ (and one of the page on failure).
+
+The browser and the kernel each run at their own pace (a loaded machine slows both), so
+the test never reads the page or the store at a moment chosen by time: it waits for the
+text it expects (a header, a status line) or for the rows on disk.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from evalnb._types import CheckResult, Sample
+from evalnb.store import RunWriter
 from evalnb.store._verdicts import latest_verdicts, verdict_history
 from tests.browser.lab import (
     ARTIFACTS,
@@ -31,7 +41,7 @@ from tests.browser.lab import (
     require_chromium,
     write_notebook,
 )
-from tests.builders import write_run
+from tests.builders import T0, write_run
 
 ATTACK = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 REVIEW = "Fails when markup <b>shows</b> as <i>markup</i>"
@@ -39,6 +49,14 @@ TIMEOUT_MS = 60_000
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ("pfr" * 10)[:30]
 VERDICT = {"p": "pass", "f": "fail", "r": "needs_review"}
+LONG_ANSWER = "\n".join(
+    f"{i:03d} Your refund for order 7731 is on its way and should reach you soon."
+    for i in range(150)
+)
+JUDGE_DETAIL = (
+    "The answer promises the refund 'soon' but the policy gives 14 days and asks for the "
+    "date; it never names the order number as the customer's own."
+)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
@@ -50,11 +68,28 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> N
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def says(page: Any, part: str, text: str) -> None:
+    """Wait until the panel's ``part`` (a class: header, status, earlier...) shows ``text``."""
+    page.wait_for_function(
+        "([part, t]) => document.querySelector(`.evalnb-annotator .evalnb-${part}`)"
+        "?.innerText.includes(t)",
+        arg=[part, text],
+    )
+
+
 def shows(page: Any, text: str) -> None:
     """Wait until the panel's header names ``text`` (such as 'repeat 2')."""
+    says(page, "header", text)
+
+
+def saved(page: Any, verdict: str, sample: str) -> None:
+    """Wait until the status line says ``verdict`` was saved for ``sample``."""
+    says(page, "status", f"Saved {verdict} for {sample}.")
+
+
+def focused_in(page: Any, selector: str) -> None:
     page.wait_for_function(
-        "t => document.querySelector('.evalnb-annotator .evalnb-header')?.innerText.includes(t)",
-        arg=text,
+        "s => !!document.activeElement?.closest(s)", arg=f".evalnb-annotator {selector}"
     )
 
 
@@ -66,6 +101,59 @@ def run_all(page: Any) -> None:
 def verdicts_of(run_dir: Path, case: str) -> list[str]:
     latest = latest_verdicts(run_dir)
     return latest[latest["case_id"] == case].sort_values("repeat")["verdict"].tolist()
+
+
+def verdict_on(run_dir: Path, case: str, repeat: int) -> str | None:
+    latest = latest_verdicts(run_dir)
+    found = latest[(latest["case_id"] == case) & (latest["repeat"] == repeat)]
+    return None if found.empty else str(found["verdict"].iloc[-1])
+
+
+def write_judged_sample(run_dir: Path) -> None:
+    """Case ``judged``: one sample with a long answer and a judge's failing check."""
+    sample = Sample(
+        run_id=run_dir.name,
+        case_id="judged",
+        variant="v1",
+        repeat=0,
+        order=1000,
+        started_at=T0,
+        latency_ms=100.0,
+        status="completed",
+        error=None,
+        answer=LONG_ANSWER,
+        prompt="question judged",
+        request=None,
+        response=None,
+    )
+    checks = [
+        (sample, CheckResult("judge: follows the refund policy", "judge", False, JUDGE_DETAIL)),
+        (sample, CheckResult("names the order", "contains", True, "")),
+    ]
+    RunWriter(run_dir).write([sample], checks)
+
+
+def checks_in_view(page: Any) -> dict[str, Any]:
+    """Where the shown sample's checks are, read from the page: their box, the viewport,
+    and whether the page shows them at their corners (nothing scrolled over them)."""
+    return page.evaluate(
+        """() => {
+        const checks = document.querySelector('.evalnb-annotator .nb-judge .nb-check-results');
+        const read = document.querySelector('.evalnb-annotator .nb-read');
+        const box = checks.getBoundingClientRect();
+        const corners = [[box.left + 4, box.top + 4], [box.left + 4, box.bottom - 4],
+                         [box.right - 4, box.bottom - 4]];
+        return {
+          top: box.top, bottom: box.bottom, left: box.left, right: box.right,
+          width: window.innerWidth, height: window.innerHeight,
+          seen: corners.every(([x, y]) => checks.contains(document.elementFromPoint(x, y))),
+          inRead: read.contains(checks),
+          readScrolls: read.scrollHeight > read.clientHeight,
+          readScrolled: read.scrollTop,
+          text: checks.innerText,
+        };
+    }"""
+    )
 
 
 OPEN = ".jp-NotebookPanel:not(.lm-mod-hidden)"
@@ -153,8 +241,11 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
         for r in range(32)
     ]
     run_dir = write_run(
-        root / "run", rows, cases=[{"id": "attack", "review": REVIEW}, {"id": "many"}]
+        root / "run",
+        rows,
+        cases=[{"id": "attack", "review": REVIEW}, {"id": "many"}, {"id": "judged"}],
     )
+    write_judged_sample(run_dir)
     write_run(
         root / "pair",
         [
@@ -207,12 +298,16 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
             assert panel.locator("img").count() == 0 and panel.locator("script").count() == 0
             assert page.evaluate("() => typeof window.__pwned") == "undefined"
 
-            # A reason typed in the box ("dd ab" would delete and insert cells in
-            # command mode), then the Fail button: saved, and on to the next sample.
+            # Its key puts the focus in the reason box; a reason typed there ("dd ab"
+            # would delete and insert cells in command mode), then the Fail button:
+            # saved, and on to the next sample.
             reason = "dd ab: shows raw markup"
             box = panel.locator(".evalnb-reason textarea")
-            box.fill("")
-            box.type(reason, delay=20)
+            body.click(position={"x": 40, "y": 40})
+            page.keyboard.press("e")
+            focused_in(page, ".evalnb-reason")
+            page.keyboard.type(reason, delay=20)
+            assert box.input_value() == reason
             panel.locator("button.evalnb-fail").click()
             wait_for(lambda: verdicts_of(run_dir, "attack") == ["fail"], "the Fail on disk")
             shows(page, "repeat 1")
@@ -228,7 +323,9 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
             page.keyboard.press("p")
             wait_for(lambda: verdicts_of(run_dir, "attack") == ["fail", "pass"], "the Pass")
             shows(page, "repeat 2")
-            assert "Key b does nothing" not in panel.locator(".evalnb-status").inner_text()
+            # The status line after p: b's complaint was never shown last.
+            saved(page, "pass", "attack · v1 · repeat 1")
+            assert "does nothing" not in panel.locator(".evalnb-status").inner_text()
             assert page.locator(".jp-Notebook .jp-Cell").count() == cells
 
             # A draft survives Next and Previous; Escape leaves the box for the keys, at
@@ -246,7 +343,7 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
             page.wait_for_function(
                 "() => document.querySelector('.evalnb-reason textarea').value === 'half a thought'"
             )
-            assert "reason not saved" in panel.locator(".evalnb-unsaved").inner_text()
+            panel.locator(".evalnb-unsaved", has_text="reason not saved").wait_for()
 
             # Skip leaves repeat 2 without a verdict; f on repeat 3, back, p; undo
             # restores repeat 3's fail as a new verdict and shows it again.
@@ -255,14 +352,23 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
             page.keyboard.press("f")
             wait_for(lambda: len(verdicts_of(run_dir, "attack")) == 3, "the fail on repeat 3")
             page.keyboard.press("ArrowLeft")
-            shows(page, "attack")
+            says(page, "earlier", "Your verdict: fail")  # repeat 3 again, as judged
+            shows(page, "attack · variant v1 · repeat 3")
             page.keyboard.press("p")
             wait_for(lambda: len(verdict_history(run_dir)) == 4, "the pass on repeat 3")
             page.keyboard.press("z")
             wait_for(lambda: len(verdict_history(run_dir)) == 5, "the undo")
+            # The status line is drawn after the header: wait for it, do not read it.
+            says(page, "status", "Undone: attack · v1 · repeat 3 is fail again (was pass)")
             shows(page, "repeat 3")
-            assert "fail</b>" in panel.locator(".evalnb-status").inner_html()
             assert verdicts_of(run_dir, "attack") == ["fail", "pass", "fail"]
+            # Undo again: repeat 3's fail was its first verdict, taken back by a new row.
+            page.keyboard.press("z")
+            wait_for(lambda: len(verdict_history(run_dir)) == 6, "the undo of a first verdict")
+            says(page, "status", "Undone: attack · v1 · repeat 3 is unreviewed again (was fail")
+            says(page, "earlier", "Not reviewed by browser yet")
+            assert verdict_history(run_dir)["verdict"].iloc[-1] == "unreviewed"
+            assert verdicts_of(run_dir, "attack") == ["fail", "pass"]  # repeats 0 and 1
 
             # 30 keys, 10 ms apart, over the "many" case: every one stored, in order.
             panel.locator(".evalnb-filter select").nth(1).select_option(label="many")
@@ -272,6 +378,7 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
             page.keyboard.type(FAST, delay=10)
             wait_for(lambda: len(verdicts_of(run_dir, "many")) == 30, "30 verdicts by key", 60)
             assert verdicts_of(run_dir, "many") == [VERDICT[k] for k in FAST]
+            saved(page, "needs_review", "many · v1 · repeat 29")
             shows(page, "repeat 30")
             assert page.locator(".jp-Notebook .jp-Cell").count() == cells
             ARTIFACTS.mkdir(exist_ok=True)
@@ -307,6 +414,54 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
                 "?.value === 'kept across a restart'"
             )
             assert page.evaluate("() => typeof window.__pwned") == "undefined"
+
+            # The list opens with its key and its search box takes the keys typed next;
+            # every word must match, in any order and case: many's repeats 3, 30, 31.
+            panel.hover(position={"x": 300, "y": 20})
+            page.keyboard.press("l")
+            focused_in(page, ".evalnb-list-search")
+            page.keyboard.type("R3 many", delay=10)
+            options = panel.locator(".evalnb-list-select select option")
+            page.wait_for_function(
+                "() => document.querySelectorAll('.evalnb-annotator .evalnb-list-select"
+                " option').length === 3"
+            )
+            listed = options.all_inner_texts()
+            assert [re.search(r"r(\d+)", t).group(1) for t in listed] == ["3", "30", "31"]
+            # Three moves in the list, then Escape and f at once. The first move's update
+            # goes to the kernel at once; ipywidgets holds the later ones back until it
+            # is answered, and the key must not overtake them: f is for repeat 31.
+            listbox = panel.locator(".evalnb-list-select select")
+            listbox.focus()
+            page.keyboard.press("ArrowUp")  # repeat 3
+            page.keyboard.press("ArrowDown")  # repeat 30
+            page.keyboard.press("ArrowDown")  # repeat 31
+            page.keyboard.press("Escape")
+            page.keyboard.press("f")
+            wait_for(lambda: verdict_on(run_dir, "many", 31) == "fail", "the f on repeat 31")
+            saved(page, "fail", "many · v1 · repeat 31")
+            assert verdict_on(run_dir, "many", 3) == VERDICT[FAST[3]]  # untouched
+            assert len(verdict_history(run_dir)) == 6 + 30 + 1
+            page.keyboard.press("l")
+            panel.locator(".evalnb-list").wait_for(state="hidden")
+
+            # A long answer and a judge's detail at 1,400 x 900: the answer scrolls in
+            # its box, and the checks beside it are in view without scrolling anything.
+            panel.locator(".evalnb-filter select").nth(1).select_option(label="judged")
+            shows(page, "case judged")
+            page.set_viewport_size({"width": 1400, "height": 900})
+            # The notebook scrolled to the panel, as a reviewer would; then two frames drawn.
+            panel.evaluate(
+                "el => new Promise(done => { el.scrollIntoView({block: 'start'}); "
+                "requestAnimationFrame(() => requestAnimationFrame(done)); })"
+            )
+            where = checks_in_view(page)
+            assert JUDGE_DETAIL in where["text"] and "names the order" in where["text"]
+            assert not where["inRead"] and where["readScrolls"] and where["readScrolled"] == 0
+            assert 0 <= where["top"] < where["bottom"] <= where["height"] == 900, where
+            assert 0 <= where["left"] < where["right"] <= where["width"] == 1400, where
+            assert where["seen"], where
+            page.screenshot(path=str(ARTIFACTS / "review-panel-1400x900.png"))
 
             second = browser.new_page(viewport={"width": 1400, "height": 1100})
             second.set_default_timeout(TIMEOUT_MS)

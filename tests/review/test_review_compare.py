@@ -42,6 +42,8 @@ def test_compare_pairs_the_same_case_and_repeat(run_dir: Path) -> None:
     assert "variant <b>v1</b>" in left and "variant <b>v2</b>" in right
     assert "nb-current" in right and "nb-current" not in left
     assert left.count("&lt;b&gt;terms&lt;/b&gt;") == 1 and right.count("&lt;b&gt;terms") == 1
+    for side in (left, right):  # the checks above the answer, which scrolls under them
+        assert side.index("nb-check-results") < side.index("nb-answer")
     assert ATTACK not in html and "&lt;script&gt;" in html
 
 
@@ -85,8 +87,8 @@ def test_the_list_searches_sorts_and_jumps(run_dir: Path) -> None:
 
     panel = annotate(run_dir, "bo")
     assert panel.list_box.layout.display == "none"
-    panel.list_button.value = True
-    assert panel.list_box.layout.display == "flex"
+    panel.press("l")  # the key does what the toggle does
+    assert panel.list_button.value and panel.list_box.layout.display == "flex"
     assert len(panel.sample_list.options) == 8
     panel.list_search.value = "TIMEOUT"
     ((label, at),) = panel.sample_list.options
@@ -95,6 +97,21 @@ def test_the_list_searches_sorts_and_jumps(run_dir: Path) -> None:
     assert shown(panel) == ("read", "v2", 1)
     panel.list_search.value = ""
     assert panel.sample_list.value == panel.at
+
+
+def test_the_list_search_matches_every_word_in_any_order(run_dir: Path) -> None:
+    state = ReviewState(run_dir, "ana", advance=False)
+
+    def found(search: str) -> list[list[object]]:
+        listed = state.listing(search)
+        return listed[["case_id", "variant", "repeat"]].values.tolist()
+
+    assert found("v2 read") == [["read", "v2", 0], ["read", "v2", 1]]  # not one substring
+    assert found("  READ   v2  R1 ") == [["read", "v2", 1]]  # the repeat as shown: r1
+    assert found("read timeout") == [["read", "v2", 1]]
+    assert found("read nothing-like-this") == []
+    state.record("needs_review")
+    assert found("review read v1") == [["read", "v1", 0]]  # the verdict is a word too
 
 
 def test_the_reason_sent_with_a_key_is_saved_before_the_key(run_dir: Path) -> None:

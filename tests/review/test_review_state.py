@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from evalnb.analysis import load, rates
-from evalnb.review._state import Filters, ReviewState
+from evalnb.review._state import Filters, ReviewState, Undone
 from evalnb.store._verdicts import VerdictStore, latest_verdicts, verdict_history
 from tests.builders import write_run
 
@@ -171,6 +171,25 @@ def test_progress_counts_each_sample_once_within_the_selection(run_dir: Path) ->
     assert state.next_unreviewed() and key(state) == ("a", "v2", 1)
     state.select(Filters(unreviewed=True))
     assert (state.count, state.reviewed) == (6, 0)
+
+
+def test_undo_of_a_first_verdict_leaves_the_sample_unreviewed(run_dir: Path) -> None:
+    state = ReviewState(run_dir, "ana")
+    state.draft = "wrong total"
+    first = state.current
+    state.record("fail")
+    assert key(state) == ("a", "v1", 1) and state.reviewed == 1
+    assert state.undo() == Undone(first, "fail", None)
+    assert key(state) == ("a", "v1", 0) and state.verdict is None and state.reason == ""
+    assert state.saved_at is None and state.reviewed == 0
+    assert state.draft == "wrong total" and state.unsaved  # the reason typed is kept
+    assert verdict_history(run_dir)["verdict"].tolist() == ["fail", "unreviewed"]
+    assert state.undo() is None and not state.can_undo
+    assert ReviewState(run_dir, "ana").reviewed == 0  # read back from disk the same
+    state.select(Filters(unreviewed=True))
+    assert state.count == 8 and key(state) == ("a", "v1", 0)
+    state.record("pass")  # judged again: counted again
+    assert state.reviewed == 1 and latest_verdicts(run_dir)["verdict"].tolist() == ["pass"]
 
 
 def test_next_unreviewed_wraps_round_and_says_when_none_is_left(run_dir: Path) -> None:
