@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalnb.analysis import load
 from evalnb.review import annotate
-from tests.test_analysis_runs import write_run
+from tests.builders import write_run
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.test_analysis_runs import write_run
+from tests.builders import write_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
