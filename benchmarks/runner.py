@@ -1,8 +1,10 @@
 """Runner throughput, each figure beside baselines measured in the same run.
 
-(a) 20,000 samples (2,000 cases x 10 repeats) through a Function target that returns at
-    once, Parquet writes included; baseline: a bare asyncio loop awaiting the same
-    function 20,000 times and writing one Parquet file of the answers.
+(a) 20,000 samples (2,000 cases x 10 repeats, one ``contains`` check each) through a
+    ``Function`` whose function returns at once, Parquet writes included: the default
+    threaded one (each call on a worker thread) and ``threaded=False``. Baseline: a bare
+    asyncio loop calling the same function 20,000 times and writing one Parquet file of the
+    answers. A warm-up run first: these are a warm process's figures.
 (b) 5,000 requests through the runner, OpenAIChat against the stand-in (its own process,
     echo model) at concurrency 64: on its default transport (httpx-aiohttp's
     AiohttpTransport) and on httpx's own (``transport="httpx"``, what OpenAIChat used
@@ -10,13 +12,15 @@
     ``aiohttp.ClientSession``, an ``httpx.AsyncClient``, and an ``httpx.AsyncClient`` on
     ``AiohttpTransport``; each loop serialises the body and parses the reply, as the
     runner does. (b') the runner on aiohttp again with ``max_in_flight=8``.
+(c) The first ``run()`` of a fresh process: ``import evalnb`` and a 3-sample run, timed in a
+    new interpreter, with the heavy modules it loaded.
 
 Every round runs each contender once, in an order rotated by one each round so that load
 on this shared machine falls on all of them alike; the best of the rounds is reported, with
 the median beside it.
 
-    .venv/bin/python benchmarks/runner.py [--rounds 3] [--requests 5000]
-    .venv/bin/python benchmarks/runner.py --profile     # cProfile of the runner's HTTP path
+    .venv/bin/python benchmarks/runner.py [--rounds 3] [--requests 5000] [--only function]
+    .venv/bin/python benchmarks/runner.py --profile threaded  # cProfile of (a), or http: (b)
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import json
 import pstats
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -43,7 +50,7 @@ from evalnb.standin import StandIn
 IN_FLIGHT = 64
 
 
-async def instant(request):
+def instant(request):
     return "ok"
 
 
@@ -61,11 +68,12 @@ def cases(n):
     ]
 
 
-def function_runner(tmp: Path) -> float:
+def function_runner(tmp: Path, threaded: bool = True, run: Callable = evalnb.run) -> float:
+    suite = cases(2_000)  # the user's cases, built before the clock starts
     started = time.perf_counter()
-    evalnb.run(
-        cases(2_000),
-        evalnb.Function(instant),
+    run(
+        suite,
+        evalnb.Function(instant, threaded=threaded),
         repeats=10,
         out=tmp / f"a-{time.time_ns()}",
         concurrency=8,
@@ -76,7 +84,7 @@ def function_runner(tmp: Path) -> float:
 
 def function_baseline(tmp: Path) -> float:
     async def loop():
-        return [await instant(None) for _ in range(20_000)]
+        return [instant(None) for _ in range(20_000)]
 
     started = time.perf_counter()
     answers = asyncio.run(loop())
@@ -84,11 +92,36 @@ def function_baseline(tmp: Path) -> float:
     return time.perf_counter() - started
 
 
-def http_runner(tmp: Path, base_url: str, n: int, **options) -> float:
+FIRST_RUN = """
+import json, sys, tempfile, time
+started = time.perf_counter()
+import evalnb
+imported = time.perf_counter()
+with tempfile.TemporaryDirectory() as tmp:
+    cases = [evalnb.Case(f"c{i}", prompt="hi") for i in range(3)]
+    evalnb.run(cases, evalnb.Function(lambda r: "ok"), out=tmp + "/r", progress=False)
+done = time.perf_counter()
+heavy = ["pandas", "pyarrow.dataset", "pyarrow.parquet", "httpx", "aiohttp"]
+print(json.dumps({"import": imported - started, "run": done - imported,
+                  "loaded": [m for m in heavy if m in sys.modules]}))
+"""
+
+
+def first_run() -> dict:
+    """``import evalnb`` and the first run() in a fresh interpreter (in an empty folder, so
+    that it imports the evalnb this script does, not one in the working directory)."""
+    with tempfile.TemporaryDirectory() as empty:
+        done = subprocess.run(
+            [sys.executable, "-c", FIRST_RUN], capture_output=True, text=True, check=True, cwd=empty
+        )
+    return json.loads(done.stdout)
+
+
+def http_runner(tmp: Path, base_url: str, n: int, run: Callable = evalnb.run, **options) -> float:
     target = evalnb.OpenAIChat(base_url, "echo", **options)
     suite = cases(n)  # the user's cases, built before the clock starts
     started = time.perf_counter()
-    evalnb.run(
+    run(
         suite,
         target,
         repeats=1,
@@ -169,66 +202,74 @@ def rotated(contenders: dict[str, Callable[[], float]], rounds: int) -> dict[str
     return times
 
 
-def profile(base_url: str, tmp: Path, n: int) -> None:
-    """Where the runner's time goes, per sample, through OpenAIChat's default transport."""
-    http_runner(tmp, base_url, 200)  # warm up the server and the imports
+def here(*args, **kwargs):
+    """evalnb.run on this thread's own loop: cProfile sees only the thread that enables it."""
+    return asyncio.run(evalnb.arun(*args, **kwargs))
+
+
+def profile(what: str, tmp: Path, n: int) -> None:
+    """Where the runner's time goes: (a) threaded or unthreaded, or (b) through OpenAIChat's
+    default transport."""
     profiler = cProfile.Profile()
-    profiler.enable()
-    http_runner(tmp, base_url, n)
-    profiler.disable()
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=5_000)
-    parser.add_argument("--profile", action="store_true", help="profile (b) instead")
-    args = parser.parse_args()
-    n = args.requests
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        if args.profile:
-            with StandIn(process=True) as server:
-                profile(server.base_url, tmp, n)
-            return
-        print("(a)", flush=True)
-        a = rotated(
-            {"runner": lambda: function_runner(tmp), "baseline": lambda: function_baseline(tmp)},
-            args.rounds,
-        )
-        print("(b)", flush=True)
+    if what == "http":
         with StandIn(process=True) as server:
-            url = server.base_url
-            aiohttp_loop(url, 200)  # warm up the server process
-            b = rotated(
-                {
-                    "runner, aiohttp": lambda: http_runner(tmp, url, n),
-                    "runner, httpx": lambda: http_runner(tmp, url, n, transport="httpx"),
-                    "runner, aiohttp, max_in_flight=8": lambda: http_runner(
-                        tmp, url, n, max_in_flight=8
-                    ),
-                    "bare aiohttp": lambda: aiohttp_loop(url, n),
-                    "bare httpx": lambda: httpx_loop(url, n),
-                    "bare httpx + AiohttpTransport": lambda: httpx_loop(
-                        url, n, aiohttp_transport()
-                    ),
-                },
-                args.rounds,
-            )
-    best = {name: min(t) for name, t in {**a, **b}.items()}
-    medians = {name: median(t) for name, t in {**a, **b}.items()}
-    ra, ba = best["runner"], best["baseline"]
-    print(f"\nbest of {args.rounds} rounds (median in brackets)\n")
-    print(
-        f"(a) 20,000 samples, Function target: {ra:.2f} s ({medians['runner']:.2f}), "
-        f"{20_000 / ra:,.0f} samples/s; bare loop + Parquet {ba:.2f} s; target >= 5,000/s"
+            http_runner(tmp, server.base_url, 200)  # warm up the server and the imports
+            profiler.enable()
+            http_runner(tmp, server.base_url, n, run=here)
+            profiler.disable()
+    else:
+        function_runner(tmp)  # warm up the imports
+        profiler.enable()
+        function_runner(tmp, threaded=what == "threaded", run=here)
+        profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(40)
+
+
+def table(title: str, unit: str, n: int, times: dict[str, list[float]]) -> None:
+    print(f"\n| {title} | best | median | {unit}/s (best) | {unit}/s (median) |")
+    print("|---|---|---|---|---|")
+    for name, t in times.items():
+        best, middle = min(t), median(t)
+        print(f"| {name} | {best:.2f} s | {middle:.2f} s | {n / best:,.0f} | {n / middle:,.0f} |")
+    print("\nall rounds (s):", {k: [round(x, 2) for x in v] for k, v in times.items()})
+
+
+def report_function(tmp: Path, rounds: int) -> None:
+    print("(a)", flush=True)
+    function_runner(tmp)  # the imports and the first run: the figures are a warm process's
+    times = rotated(
+        {
+            "Function, threaded (default)": lambda: function_runner(tmp),
+            "Function, threaded=False": lambda: function_runner(tmp, threaded=False),
+            "bare loop + Parquet": lambda: function_baseline(tmp),
+        },
+        rounds,
     )
-    print(f"\n| (b) {n:,} requests, {IN_FLIGHT} in flight | best | median | req/s (best) |")
-    print("|---|---|---|---|")
-    for name in b:
-        print(f"| {name} | {best[name]:.2f} s | {medians[name]:.2f} s | {n / best[name]:,.0f} |")
-    runner = best["runner, aiohttp"]
+    table(f"(a) 20,000 samples, best of {rounds}", "samples", 20_000, times)
+    print("targets: threaded >= 5,000 samples/s; threaded=False >= 9,700 samples/s")
+
+
+def report_http(tmp: Path, rounds: int, n: int) -> None:
+    print("(b)", flush=True)
+    with StandIn(process=True) as server:
+        url = server.base_url
+        aiohttp_loop(url, 200)  # warm up the server process
+        b = rotated(
+            {
+                "runner, aiohttp": lambda: http_runner(tmp, url, n),
+                "runner, httpx": lambda: http_runner(tmp, url, n, transport="httpx"),
+                "runner, aiohttp, max_in_flight=8": lambda: http_runner(
+                    tmp, url, n, max_in_flight=8
+                ),
+                "bare aiohttp": lambda: aiohttp_loop(url, n),
+                "bare httpx": lambda: httpx_loop(url, n),
+                "bare httpx + AiohttpTransport": lambda: httpx_loop(url, n, aiohttp_transport()),
+            },
+            rounds,
+        )
+    table(f"(b) {n:,} requests, {IN_FLIGHT} in flight, best of {rounds}", "req", n, b)
+    best = {name: min(t) for name, t in b.items()}
+    medians = {name: median(t) for name, t in b.items()}
     print()
     for of, baseline in [
         ("runner, aiohttp", "bare aiohttp"),
@@ -239,8 +280,41 @@ def main() -> None:
     ]:
         ratio, middle = best[baseline] / best[of], medians[baseline] / medians[of]
         print(f"{of} / {baseline}: {ratio:.2f} (medians: {middle:.2f})")
-    print(f"\ngoal: runner / bare aiohttp >= 0.5: {best['bare aiohttp'] / runner:.2f}")
-    print("\nall rounds (s):", {k: [round(x, 2) for x in v] for k, v in {**a, **b}.items()})
+    ratio = best["bare aiohttp"] / best["runner, aiohttp"]
+    print(f"\ngoal: runner / bare aiohttp >= 0.5: {ratio:.2f}")
+
+
+def report_first(rounds: int) -> None:
+    print("(c)", flush=True)
+    runs = [first_run() for _ in range(rounds)]
+    imports = [r["import"] for r in runs]
+    firsts = [r["run"] for r in runs]
+    print(
+        f"\n(c) fresh process, best of {rounds}: import evalnb {min(imports):.3f} s "
+        f"(median {median(imports):.3f}); first run() {min(firsts):.3f} s "
+        f"(median {median(firsts):.3f}); loaded: {', '.join(runs[0]['loaded'])}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=5_000)
+    parser.add_argument("--only", choices=["function", "http", "first"], help="one part")
+    parser.add_argument(
+        "--profile", choices=["threaded", "unthreaded", "http"], help="profile one instead"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.profile:
+            profile(args.profile, Path(tmp), args.requests)
+            return
+        if args.only in (None, "function"):
+            report_function(Path(tmp), args.rounds)
+        if args.only in (None, "http"):
+            report_http(Path(tmp), args.rounds, args.requests)
+        if args.only in (None, "first"):
+            report_first(args.rounds)
 
 
 if __name__ == "__main__":

@@ -84,6 +84,8 @@ class Budget:
         }
 
     def add_sample(self, sample: Sample) -> None:
+        if not self.active:  # the common case, once per sample: nothing to count
+            return
         self.add(
             {
                 "status": sample.status,

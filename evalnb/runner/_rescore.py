@@ -6,12 +6,11 @@ The new results go to ``scores/<label>/`` beside the old ones, never over them;
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from evalnb import store
 from evalnb._exceptions import ArgumentError, CasesError, StoreError
@@ -27,7 +26,7 @@ from evalnb.checks import (
     built_cases,
     checks_for,
 )
-from evalnb.checks._judge import JUDGE
+from evalnb.runner._judging import judging, require_judge
 from evalnb.targets import Target
 
 __all__ = ["ascore", "score"]
@@ -141,8 +140,7 @@ async def _score_locked(
     cases = built_cases(cases)
     by_id = {case.id: case for case in cases}
     by_case = {case.id: checks_for(case, extra, replace=True) for case in cases}
-    if judge is None and any(c.type == "judge" for checks in by_case.values() for c in checks):
-        raise ArgumentError("cases have 'judge' checks: pass judge=<target> (the judge model)")
+    require_judge(judge, by_case.values())
     label = label or f"score-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}"
     if not set(label) <= _LABEL_CHARS or label == "run":
         raise ArgumentError(
@@ -169,22 +167,16 @@ async def _score_locked(
     (run_dir / "scores").mkdir(mode=0o700, exist_ok=True)
     folder.mkdir(mode=0o700)
     writer = store.RunWriter(run_dir)
-    token = JUDGE.set(judge)
-    try:
-        async with contextlib.AsyncExitStack() as stack:
-            if isinstance(judge, contextlib.AbstractAsyncContextManager):
-                await stack.enter_async_context(judge)
-            batch: list[tuple[Sample, Any]] = []
-            for sample in samples:
-                results = await arun_checks(by_case[sample.case_id], sample)
-                batch.extend((sample, result) for result in results)
-                if len(batch) >= 5000:
-                    writer.write_checks(folder, batch)
-                    batch = []
-            if batch:
+    async with judging(judge):
+        batch: list[tuple[Sample, Any]] = []
+        for sample in samples:
+            results = await arun_checks(by_case[sample.case_id], sample)
+            batch.extend((sample, result) for result in results)
+            if len(batch) >= 5000:
                 writer.write_checks(folder, batch)
-    finally:
-        JUDGE.reset(token)
+                batch = []
+        if batch:
+            writer.write_checks(folder, batch)
     store.write_json_atomic(
         folder / "scoring.json",
         {
@@ -235,9 +227,6 @@ def score(
     >>> score("runs/shop", cases="data/cases/shop-stricter.jsonl", label="stricter")
     'stricter'
     """
-    return cast(
-        str,
-        run_sync(
-            ascore(run_dir, cases=cases, checks=checks, label=label, judge=judge, partial=partial)
-        ),
+    return run_sync(
+        ascore(run_dir, cases=cases, checks=checks, label=label, judge=judge, partial=partial)
     )

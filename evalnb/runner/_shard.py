@@ -29,8 +29,8 @@ from tqdm.auto import tqdm
 from evalnb import store
 from evalnb._exceptions import ArgumentError, EvalnbError, StoreError
 from evalnb._types import Case, Variant
-from evalnb.checks._judge import JUDGE
-from evalnb.targets import CountingTarget, OpenAIChat
+from evalnb.runner._judging import judging
+from evalnb.targets import OpenAIChat
 
 __all__ = ["Shard", "ShardJob", "portable", "run_shard"]
 
@@ -103,19 +103,13 @@ async def _execute(job: ShardJob, shard: Shard, token: str) -> tuple[int, int]:
     execution.samples, execution.results = [], []
     execution.incomplete = 0
     execution.last_flush = time.monotonic()
-    own_judge = portable(job.judge)
-    judge = CountingTarget(own_judge) if own_judge is not None else None
-    reset = JUDGE.set(judge)
-    try:
-        async with contextlib.AsyncExitStack() as stack:
-            for resource in (execution.target, own_judge):
-                if isinstance(resource, contextlib.AbstractAsyncContextManager):
-                    await stack.enter_async_context(resource)
-            with tqdm(disable=True) as bar:
-                await execution.execute(list(shard.entries), job.concurrency, bar)
-            execution.flush()
-    finally:
-        JUDGE.reset(reset)
+    async with contextlib.AsyncExitStack() as stack:
+        if isinstance(execution.target, contextlib.AbstractAsyncContextManager):
+            await stack.enter_async_context(execution.target)
+        judge = await stack.enter_async_context(judging(portable(job.judge)))
+        with tqdm(disable=True) as bar:
+            await execution.execute(list(shard.entries), job.concurrency, bar)
+        execution.flush()
     return execution.incomplete, judge.calls if judge is not None else 0
 
 

@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from evalnb._exceptions import ArgumentError, StoreError
@@ -331,6 +330,10 @@ def read_table(
     if not parts:
         return schema.empty_table()
     # One dataset over all parts reads them in parallel; a run has a part per flush.
+    # Imported when a table is read: importing the store (the runner, the CLI) then loads
+    # neither pyarrow.dataset nor the pandas it imports.
+    import pyarrow.dataset as ds
+
     full = pa.schema(
         [schema.field(f.name) if f.name in coded else f for f in TABLES[table]],
         metadata=schema.metadata,

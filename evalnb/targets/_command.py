@@ -177,35 +177,46 @@ class Command:
         return {**inherited, **self.env}
 
     async def _run(self, tmpdir: Path, request: Request) -> Completion:
-        workspace = tmpdir / "workspace"
-        io_dir = tmpdir / "io"
-        workspace.mkdir()
-        io_dir.mkdir()
-        _write_fixtures(workspace, request.case)
-        payload = {
-            "case_id": request.case.id,
-            "variant": request.variant.name,
-            "repeat": request.repeat,
-            "messages": [dict(message) for message in request.messages],
-            "prompt": request.prompt,
-            "params": dict(request.params),
-        }
-        request_path = io_dir / "request.json"
-        request_path.write_text(json.dumps(payload, ensure_ascii=False, indent=2), "utf-8")
-        trace_path = io_dir / "trace.jsonl"
+        workspace, io_dir = tmpdir / "workspace", tmpdir / "io"
+        payload = _lay_out(workspace, io_dir, request)
         if self.setup is not None:
             result = self.setup(tmpdir, workspace, request)
             if inspect.isawaitable(result):
                 await result
-
         values = {
-            "request": str(request_path),
-            "trace": str(trace_path),
+            "request": str(io_dir / "request.json"),
+            "trace": str(io_dir / "trace.jsonl"),
             "workspace": str(workspace),
             "prompt": request.prompt,
         }
         # One pass, so a prompt that contains "{workspace}" is not expanded again.
         argv = [_PLACEHOLDER.sub(lambda m: values[m.group(1)], arg) for arg in self.argv]
+        transport, harness, timed_out = await self._execute(
+            argv, self._process_env(values, request), workspace, payload
+        )
+        trace, trace_truncated = _read_bounded(io_dir / "trace.jsonl", self.max_trace)
+        stdout, stderr = harness.text(1), harness.text(2)
+        completion = Completion(
+            text=stdout.strip(),
+            request=payload,
+            exit_code=transport.get_returncode(),
+            stdout=stdout,
+            stderr=stderr,
+            stdout_truncated=harness.truncated[1],
+            stderr_truncated=harness.truncated[2],
+            trace=trace,
+            trace_truncated=trace_truncated,
+        )
+        if self.inspect is not None:
+            facts = self.inspect(tmpdir, workspace, request, completion)
+            if inspect.isawaitable(facts):
+                facts = await facts
+            completion = dataclasses.replace(completion, facts=dict(facts))
+        self._refuse_unusable(completion, timed_out)
+        return completion
+
+    def _process_env(self, values: Mapping[str, str], request: Request) -> dict[str, str]:
+        """The process's environment: :meth:`_environ` and where to find what it needs."""
         env = self._environ()
         env.update(
             EVALNB_REQUEST=values["request"],
@@ -215,7 +226,13 @@ class Command:
             EVALNB_VARIANT=request.variant.name,
             EVALNB_REPEAT=str(request.repeat),
         )
+        return env
 
+    async def _execute(
+        self, argv: list[str], env: dict[str, str], workspace: Path, payload: dict[str, Any]
+    ) -> tuple[asyncio.SubprocessTransport, _Harness, bool]:
+        """Run the process to its end or its timeout, then kill its whole group; also
+        whether it timed out."""
         loop = asyncio.get_running_loop()
         try:
             transport, harness = await loop.subprocess_exec(
@@ -254,48 +271,51 @@ class Command:
                 pass
             finally:
                 transport.close()
+        return transport, harness, timed_out
 
-        trace, trace_truncated = _read_bounded(trace_path, self.max_trace)
-        stdout = harness.text(1)
-        stderr = harness.text(2)
-        code = transport.get_returncode()
-        completion = Completion(
-            text=stdout.strip(),
-            request=payload,
-            exit_code=code,
-            stdout=stdout,
-            stderr=stderr,
-            stdout_truncated=harness.truncated[1],
-            stderr_truncated=harness.truncated[2],
-            trace=trace,
-            trace_truncated=trace_truncated,
-        )
-        if self.inspect is not None:
-            facts = self.inspect(tmpdir, workspace, request, completion)
-            if inspect.isawaitable(facts):
-                facts = await facts
-            completion = dataclasses.replace(completion, facts=dict(facts))
+    def _refuse_unusable(self, completion: Completion, timed_out: bool) -> None:
+        """Raise the sample's status when the process timed out, failed, said nothing or
+        (``require_trace``) left no usable trace."""
+        code = completion.exit_code
         if timed_out:
             raise TargetError(
                 f"timed out after {self.timeout:g} s", status="timeout", partial=completion
             )
         if code != 0:
-            last = _last_line(stderr)
+            last = _last_line(completion.stderr or "")
             message = f"exit code {code}: {last}" if last else f"exit code {code}"
             raise TargetError(message, status="error", partial=completion)
         if not completion.text:
             raise TargetError("empty answer", status="empty", partial=completion)
         if self.require_trace:
+            trace = completion.trace
             problem = (
                 "no trace was written"
                 if trace is None
-                else parse_trace(trace, trace_truncated).problem
+                else parse_trace(trace, completion.trace_truncated).problem
             )
             if problem:
                 raise TargetError(
                     f"unusable trace: {problem}", status="malformed", partial=completion
                 )
-        return completion
+
+
+def _lay_out(workspace: Path, io_dir: Path, request: Request) -> dict[str, Any]:
+    """Make the sample's folders, its fixtures and ``request.json``; return what that holds."""
+    workspace.mkdir()
+    io_dir.mkdir()
+    _write_fixtures(workspace, request.case)
+    payload = {
+        "case_id": request.case.id,
+        "variant": request.variant.name,
+        "repeat": request.repeat,
+        "messages": [dict(message) for message in request.messages],
+        "prompt": request.prompt,
+        "params": dict(request.params),
+    }
+    request_path = io_dir / "request.json"
+    request_path.write_text(json.dumps(payload, ensure_ascii=False, indent=2), "utf-8")
+    return payload
 
 
 class _Harness(asyncio.SubprocessProtocol):

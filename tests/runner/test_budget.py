@@ -148,7 +148,7 @@ def test_max_cost_from_the_command_line_then_resume_and_costs_by_hand(standin, t
         assert float(lines[variant].lstrip("$")) == pytest.approx(per_variant[variant], rel=1e-5)
     assert float(lines["run"].lstrip("$")) == pytest.approx(per_variant.sum(), rel=1e-5)
     # evalnb.costs agrees with the hand computation too.
-    table = evalnb.costs(evalnb.load(out), prices).set_index("variant")
+    table = evalnb.costs(evalnb.load(out), prices=prices).set_index("variant")
     for variant in ("v1", "v2"):
         assert table.loc[variant, "cost"] == pytest.approx(per_variant[variant], rel=1e-12)
 

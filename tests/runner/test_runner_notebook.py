@@ -12,7 +12,7 @@ import pytest
 import evalnb
 from evalnb import Case, Completion, StoreError
 from evalnb._types import Request
-from evalnb.runner._session import RunInterrupted
+from evalnb.runner import RunInterrupted
 from evalnb.standin import StandIn
 from evalnb.store import read_table
 
