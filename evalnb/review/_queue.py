@@ -178,7 +178,7 @@ def _sides(variants: pd.Series, pair: tuple[str, str]) -> np.ndarray:
     lookup = np.full(len(names), -1, dtype=np.int8)
     lookup[names.index(pair[0])] = 0
     lookup[names.index(pair[1])] = 1
-    return lookup[variants.cat.codes.to_numpy()]
+    return np.asarray(lookup[variants.cat.codes.to_numpy()])
 
 
 def _partners(
@@ -226,7 +226,7 @@ def _select(samples: pd.DataFrame, where: Any) -> np.ndarray:
             raise ArgumentError(
                 f"'where' query {where!r} failed on the samples frame: {exc}"
             ) from exc
-        return samples.index.get_indexer(kept.index)
+        return np.asarray(samples.index.get_indexer(kept.index))
     if isinstance(where, pd.DataFrame):
         return _select_keys(samples, where)
     if callable(where):
