@@ -7,6 +7,8 @@ import contextlib
 import signal
 import sys
 import warnings
+import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from typing import NoReturn, TextIO
 
@@ -63,6 +65,10 @@ def guarded(name: str, command: Callable[[], int], stderr: TextIO | None = None)
         message = f"{where}{exc.strerror or exc}"
     except RecursionError:
         message = "the input is nested too deeply to read"
+    except (zlib.error, zipfile.BadZipFile) as exc:  # a damaged archive or stream
+        message = f"a compressed input is damaged ({exc})"
+    except MemoryError:
+        message = "the input needs more memory than there is (see the caps in --help)"
     print(f"evalnb {name}: error: {' '.join(message.split())}", file=out)
     return EXIT_USAGE
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from evalnb.cli._common import EXIT_OK, UsageError, guarded
+
+if TYPE_CHECKING:
+    from evalnb.interop import Limits
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -47,7 +50,84 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument(
         "--repeats", type=int, default=5, metavar="N", help="suites: repeats to plan"
     )
+    parser.add_argument(
+        "--allow-outside",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="promptfoo: also read file:// references inside PATH (a file or folder outside "
+        "the config's folder; repeatable)",
+    )
+    caps = parser.add_argument_group(
+        "caps", "what an import reads at most (a cap hit is one line naming the option)"
+    )
+    caps.add_argument(
+        "--max-file-size",
+        type=_size,
+        metavar="SIZE",
+        help="any one file read: the source, each file:// reference (default 256M)",
+    )
+    caps.add_argument(
+        "--max-member-size",
+        type=_size,
+        metavar="SIZE",
+        help="inspect-log: one .eval zip member, inflated (default 64M)",
+    )
+    caps.add_argument(
+        "--max-total-size",
+        type=_size,
+        metavar="SIZE",
+        help="all an import reads: files, each use of a file:// reference, zip members "
+        "inflated (default 1G)",
+    )
+    caps.add_argument(
+        "--max-zip-ratio",
+        type=float,
+        metavar="N",
+        help="inspect-log: how many times a zip member may inflate (default 100)",
+    )
+    caps.add_argument(
+        "--max-yaml-nodes",
+        type=int,
+        metavar="N",
+        help="promptfoo: YAML nodes once aliases and list-valued vars are expanded "
+        "(default 1000000)",
+    )
     return parser
+
+
+def _size(text: str) -> int:
+    from evalnb.interop._bounded import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+#: The cap options and the :class:`~evalnb.interop.Limits` field each sets.
+_CAPS = {
+    "max_file_size": "file_bytes",
+    "max_member_size": "member_bytes",
+    "max_total_size": "total_bytes",
+    "max_zip_ratio": "zip_ratio",
+    "max_yaml_nodes": "yaml_nodes",
+}
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    """The :class:`~evalnb.interop.Limits` the cap options ask for."""
+    from evalnb.interop import Limits
+
+    given = {}
+    for option, field in _CAPS.items():
+        value = getattr(args, option)
+        if value is not None and not value >= 1:
+            name = "--" + option.replace("_", "-")
+            raise UsageError(f"{name} must be at least 1; got {value:g}")
+        if value is not None:
+            given[field] = value
+    return Limits(**given)
 
 
 def _fields(text: str | None) -> dict[str, str] | None:
@@ -74,8 +154,17 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
         raise UsageError(f"--repeats must be a whole number >= 1; got {args.repeats}")
     if args.format != "inspect" and (args.field or args.scorer):
         raise UsageError("--field and --scorer apply to the inspect format only")
+    if args.format != "promptfoo" and args.allow_outside:
+        raise UsageError("--allow-outside applies to the promptfoo format only")
+    limits = _limits(args)
     if args.format == "promptfoo":
-        result = importers.import_promptfoo(args.source, args.out, repeats=args.repeats)
+        result = importers.import_promptfoo(
+            args.source,
+            args.out,
+            repeats=args.repeats,
+            allow_outside=args.allow_outside,
+            limits=limits,
+        )
     elif args.format == "inspect":
         result = importers.import_inspect(
             args.source,
@@ -83,15 +172,16 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
             fields=_fields(args.field),
             scorer=args.scorer,
             repeats=args.repeats,
+            limits=limits,
         )
     elif args.format == "openai-evals":
         result = importers.import_openai_evals(
-            args.source, args.out, eval_class=args.eval_class, repeats=args.repeats
+            args.source, args.out, eval_class=args.eval_class, repeats=args.repeats, limits=limits
         )
     elif args.format == "inspect-log":
-        result = importers.import_inspect_log(args.source, args.out)
+        result = importers.import_inspect_log(args.source, args.out, limits=limits)
     else:
-        result = importers.import_promptfoo_results(args.source, args.out)
+        result = importers.import_promptfoo_results(args.source, args.out, limits=limits)
     print(result.summary(), end="", file=stdout)
     return EXIT_OK
 
@@ -119,6 +209,12 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument(
         "--organization", default="unknown", metavar="NAME", help="eee: who ran the evaluation"
     )
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="csv: write cells as they are (by default a cell starting with =, +, -, @, tab "
+        "or CR gets a ' in front, so a spreadsheet shows it as text, not a formula)",
+    )
     return parser
 
 
@@ -130,8 +226,10 @@ def export_command(args: argparse.Namespace, stdout: TextIO | None = None) -> in
 def _export(args: argparse.Namespace, stdout: TextIO) -> int:
     from evalnb.interop import _export as export
 
+    if args.raw and args.format != "csv":
+        raise UsageError("--raw applies to the csv format only")
     if args.format in ("csv", "jsonl"):
-        written = [export.export_samples(args.run, args.out, format=args.format)]
+        written = [export.export_samples(args.run, args.out, format=args.format, raw=args.raw)]
     elif args.format == "eee":
         written = export.export_eee(args.run, args.out, organization=args.organization)
     else:

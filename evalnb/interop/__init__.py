@@ -3,7 +3,9 @@
 Importers: suites become a cases file (YAML) and an experiment file (TOML) for ``evalnb
 run``; logs (Inspect, promptfoo results) become run directories, all through one writer
 (``_runs.ImportedRun``) and evalnb's store. What cannot be expressed is listed by name
-and place (:class:`Unsupported`), in the report and in ``imported.json``. Exporters (CSV,
+and place (:class:`Unsupported`), in the report and in ``imported.json``. Files from other
+people are read within stated caps (:class:`Limits`), ``file://`` references only inside
+the suite's folder, and a bad file is one located line. Exporters (CSV,
 JSONL, Every Eval Ever, Inspect ``precomputed_scores``) read a run through the analysis,
 so they load on first use.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from evalnb.interop._bounded import Limits
 from evalnb.interop._inspect_dataset import import_inspect
 from evalnb.interop._inspect_log import import_inspect_log
 from evalnb.interop._openai_evals import import_openai_evals
@@ -25,6 +28,7 @@ _EXPORTS = ("EEE_SCHEMA_VERSION", "export_eee", "export_inspect_scores", "export
 __all__ = [
     "EEE_SCHEMA_VERSION",
     "ImportResult",
+    "Limits",
     "Unsupported",
     "export_eee",
     "export_inspect_scores",

@@ -2,7 +2,8 @@
 
 - :func:`export_samples` — one row per sample: its key and answer, one ``check:NAME``
   column per check (``true``/``false``/empty for unscored), the case fields joined
-  (``group``, ``split``, ``tags``, ``target``, ``metadata``);
+  (``group``, ``split``, ``tags``, ``target``, ``metadata``); in CSV a text cell that a
+  spreadsheet would run as a formula gets a ``'`` in front (unless ``raw=True``);
 - :func:`export_eee` — Every Eval Ever (schema 0.2.3): an aggregate record per variant
   whose results are evalnb's suite rates, the interval in ``uncertainty`` with its method
   named, and one instance record per (sample, check), the repeat in ``metadata``;
@@ -82,16 +83,59 @@ def samples_frame(run: Run) -> pd.DataFrame:
     return samples.sort_values(key, kind="stable").reset_index(drop=True)
 
 
+#: What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(value: Any) -> Any:
+    """``value`` with a ``'`` in front when it is text a spreadsheet would run as a formula
+    (it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return); the OWASP rule.
+
+    >>> neutralise("=HYPERLINK(\"http://x\")")
+    '\'=HYPERLINK("http://x")'
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _neutralised(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell through :func:`neutralise` (numbers stay numbers)."""
+    out = frame.copy()
+    for column in out.columns:
+        dtype = out[column].dtype
+        if pd.api.types.is_object_dtype(dtype) or isinstance(
+            dtype, pd.CategoricalDtype | pd.StringDtype
+        ):
+            out[column] = out[column].astype(object).map(neutralise)
+    return out
+
+
 def export_samples(
-    run_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, format: str = "csv"
+    run_dir: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    format: str = "csv",
+    raw: bool = False,
 ) -> Path:
-    """Write one row per sample as ``format`` ``"csv"`` or ``"jsonl"``; returns the path."""
+    """Write one row per sample as ``format`` ``"csv"`` or ``"jsonl"``; returns the path.
+
+    Answers, prompts and case ids are text from models and other people: in CSV a cell
+    starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a ``'`` in
+    front, so a spreadsheet shows it as text instead of running it (``=HYPERLINK(...)``,
+    ``=cmd|' /C calc'!A0``). ``raw=True`` writes every cell as it is (CSV only; JSONL is
+    always written as it is).
+    """
     if format not in ("csv", "jsonl"):
         raise ArgumentError(f"'format' must be 'csv' or 'jsonl'; got {format!r}")
+    if not isinstance(raw, bool):
+        raise ArgumentError(f"'raw' must be True or False; got {raw!r}")
     frame = samples_frame(load(run_dir))
     out = Path(out)
     if format == "csv":
-        frame.to_csv(out, index=False)
+        # CRLF ends a row (RFC 4180): then a cell holding a lone CR is quoted too (Python
+        # 3.11's csv writer quotes only the characters of its line terminator).
+        (frame if raw else _neutralised(frame)).to_csv(out, index=False, lineterminator="\r\n")
     else:
         frame.to_json(out, orient="records", lines=True, force_ascii=False, date_format="iso")
     return out

@@ -9,7 +9,6 @@ mapped go to the case's ``metadata``. The check stands for the task's scorer
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,16 @@ from typing import Any
 import regex
 
 from evalnb._exceptions import ArgumentError
+from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._records import messages, records
-from evalnb.interop._suite import ImportResult, Unsupported, source_error, write_suite
+from evalnb.interop._suite import (
+    ImportResult,
+    Unsupported,
+    parse_json,
+    reading,
+    source_error,
+    write_suite,
+)
 
 __all__ = ["SCORERS", "import_inspect"]
 
@@ -53,7 +60,11 @@ def _target(value: Any) -> Any:
         return kept or None
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    return value if isinstance(value, str | int | float) else str(value)
+    return (
+        value
+        if isinstance(value, str | int | float) and not isinstance(value, bool)
+        else str(value)
+    )
 
 
 def import_inspect(
@@ -63,13 +74,16 @@ def import_inspect(
     fields: dict[str, str] | None = None,
     scorer: str | None = None,
     repeats: int = 5,
+    limits: Limits | None = None,
 ) -> ImportResult:
     """Import an Inspect dataset file into ``DEST/cases.yaml`` + ``DEST/experiment.toml``.
 
     ``scorer`` is one of :data:`SCORERS` (default: ``choice`` for cases with choices,
-    else ``includes``).
+    else ``includes``). The file is read within ``limits`` (default :class:`Limits`: a
+    regular file of at most 256 MiB).
     """
     path = Path(source)
+    sources = Sources(limits)
     spec = {name: name for name in _FIELDS}
     for key, value in (fields or {}).items():
         if key not in _FIELDS:
@@ -79,55 +93,56 @@ def import_inspect(
         raise ArgumentError(f"'scorer' must be one of {', '.join(SCORERS)}; got {scorer!r}")
     metadata_fields = spec["metadata"].split("|") if fields and "metadata" in fields else None
     unsupported: list[Unsupported] = []
-    cases = []
-    seen: set[str] = set()
-    for n, (where, record) in enumerate(records(path, "Inspect dataset"), start=1):
-        raw_input = record.get(spec["input"])
-        if raw_input is None:
-            raise source_error(
-                Path(where),
-                f"expected the input field {spec['input']!r} (map another with "
-                f"--field input=NAME); fields: {', '.join(record)}",
-            )
-        case: dict[str, Any] = {"id": str(record.get(spec["id"], n))}
-        if case["id"] in seen:
-            raise source_error(Path(where), f"'id' must be unique; got {case['id']!r} again")
-        seen.add(case["id"])
-        if isinstance(raw_input, list):
-            chat = messages(raw_input, where, unsupported)
-            if chat is None:
-                continue
-            case["messages"] = chat
-        elif isinstance(raw_input, str) and raw_input.strip():
-            case["prompt"] = raw_input
-        else:
-            raise source_error(
-                Path(where), f"'{spec['input']}' must be text or chat messages; got {raw_input!r}"
-            )
-        target = _target(record.get(spec["target"]))
-        if target is not None:
-            case["target"] = target
-        choices = record.get(spec["choices"])
-        if isinstance(choices, str) and choices.strip().startswith("["):
-            choices = json.loads(choices)
-        if isinstance(choices, list) and choices:
-            case["choices"] = [str(c) for c in choices]
-        for name in _LEFT_OUT:
-            if record.get(name):
-                unsupported.append(Unsupported(name, where, "sample files/setup/sandbox"))
-        used = {spec[k] for k in ("input", "target", "choices", "id")} | set(_LEFT_OUT)
-        metadata = record.get("metadata") if spec["metadata"] == "metadata" else None
-        extra = {k: v for k, v in record.items() if k not in used and k != "metadata"}
-        if metadata_fields is not None:
-            extra = {k: record[k] for k in metadata_fields if k in record}
-        merged = {**(metadata if isinstance(metadata, dict) else {}), **extra}
-        if merged:
-            case["metadata"] = merged
-        check = _check(scorer or ("choice" if "choices" in case else "includes"), case)
-        if check is not None:
-            case["checks"] = [check]
-        cases.append(case)
-    result = ImportResult("inspect", path)
-    result.unsupported = unsupported
-    judge = scorer == "model_graded_fact"
-    return write_suite(result, dest, cases=cases, repeats=repeats, judge=judge)
+    with reading(path):
+        cases = []
+        seen: set[str] = set()
+        for n, (where, record) in enumerate(records(path, "Inspect dataset", sources), start=1):
+            raw_input = record.get(spec["input"])
+            if raw_input is None:
+                raise source_error(
+                    Path(where),
+                    f"expected the input field {spec['input']!r} (map another with "
+                    f"--field input=NAME); fields: {', '.join(record)}",
+                )
+            case: dict[str, Any] = {"id": str(record.get(spec["id"], n))}
+            if case["id"] in seen:
+                raise source_error(Path(where), f"'id' must be unique; got {case['id']!r} again")
+            seen.add(case["id"])
+            if isinstance(raw_input, list) and raw_input:
+                chat = messages(raw_input, where, unsupported)
+                if chat is None:
+                    continue
+                case["messages"] = chat
+            elif isinstance(raw_input, str) and raw_input.strip():
+                case["prompt"] = raw_input
+            else:
+                raise source_error(
+                    Path(where),
+                    f"'{spec['input']}' must be text or chat messages; got {raw_input!r}",
+                )
+            target = _target(record.get(spec["target"]))
+            if target is not None:
+                case["target"] = target
+            choices = record.get(spec["choices"])
+            if isinstance(choices, str) and choices.strip().startswith("["):
+                choices = parse_json(choices, f"{where}: {spec['choices']!r}", "a list of choices")
+            if isinstance(choices, list) and choices:
+                case["choices"] = [str(c) for c in choices]
+            for name in _LEFT_OUT:
+                if record.get(name):
+                    unsupported.append(Unsupported(name, where, "sample files/setup/sandbox"))
+            used = {spec[k] for k in ("input", "target", "choices", "id")} | set(_LEFT_OUT)
+            metadata = record.get("metadata") if spec["metadata"] == "metadata" else None
+            extra = {k: v for k, v in record.items() if k not in used and k != "metadata"}
+            if metadata_fields is not None:
+                extra = {k: record[k] for k in metadata_fields if k in record}
+            merged = {**(metadata if isinstance(metadata, dict) else {}), **extra}
+            if merged:
+                case["metadata"] = merged
+            check = _check(scorer or ("choice" if "choices" in case else "includes"), case)
+            if check is not None:
+                case["checks"] = [check]
+            cases.append(case)
+        result = ImportResult("inspect", path, unsupported=unsupported, files=sources.files)
+        judge = scorer == "model_graded_fact"
+        return write_suite(result, dest, cases=cases, repeats=repeats, judge=judge)

@@ -22,15 +22,36 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
+from evalnb._exceptions import CasesError
 from evalnb._types import Case, CheckResult, Variant
 from evalnb.checks._base import THRESHOLD
+from evalnb.interop._bounded import Limits, Sources, ZipMembers
 from evalnb.interop._records import text_of
 from evalnb.interop._runs import ImportedRun, status_of
-from evalnb.interop._suite import ImportResult, Unsupported, read_json_source, source_error
+from evalnb.interop._shapes import (
+    ANY,
+    COUNT,
+    EPOCH,
+    LIST,
+    NUMBER,
+    OBJECT,
+    TEXT,
+    either,
+    fields,
+    objects,
+    shown,
+)
+from evalnb.interop._suite import (
+    ImportResult,
+    Unsupported,
+    parse_json,
+    read_json_source,
+    reading,
+    source_error,
+)
 from evalnb.runner._manifest import now
 
 __all__ = ["import_inspect_log", "read_inspect_log", "score_outcome"]
@@ -38,37 +59,101 @@ __all__ = ["import_inspect_log", "read_inspect_log", "score_outcome"]
 #: The eval spec's keys the manifest's provenance keeps.
 _SPEC_KEYS = ("run_id", "task", "task_version", "created", "model", "dataset")
 
+#: The shapes read: a field absent or null is always accepted.
+_HEADER = {"eval": OBJECT, "stats": OBJECT, "status": TEXT, "plan": ANY, "samples": LIST}
+_SPEC = {"model": TEXT, "scorers": LIST}
+_STATS = {"started_at": TEXT, "completed_at": TEXT}
+_SAMPLE = {
+    "id": either(TEXT, NUMBER),
+    "epoch": EPOCH,
+    "input": either(TEXT, LIST),
+    "target": either(TEXT, LIST),
+    "choices": LIST,
+    "metadata": OBJECT,
+    "attachments": OBJECT,
+    "messages": LIST,
+    "output": OBJECT,
+    "error": either(OBJECT, TEXT),
+    "scores": OBJECT,
+    "total_time": NUMBER,
+}
+_OUTPUT = {"completion": TEXT, "choices": LIST, "usage": OBJECT, "model": TEXT, "time": NUMBER}
+_CHOICE = {"message": OBJECT, "stop_reason": TEXT}
+_USAGE = {"input_tokens": COUNT, "output_tokens": COUNT, "total_tokens": COUNT}
 
-def read_inspect_log(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``(header, samples)`` of a ``.eval`` or ``.json`` Inspect log, samples in file order."""
-    path = Path(path)
+
+def _checked_header(header: Any, where: str) -> dict[str, Any]:
+    """The log's header, its ``eval`` spec, ``stats`` and scorers of the shapes read."""
+    fields(header, _HEADER, where, name="the log's header")
+    fields(header.get("eval") or {}, _SPEC, where, prefix="eval.")
+    fields(header.get("stats") or {}, _STATS, where, prefix="stats.")
+    scorers = (header.get("eval") or {}).get("scorers")
+    for i, scorer in enumerate(objects(scorers, where, "eval.scorers")):
+        fields(scorer, {"name": TEXT}, where, prefix=f"eval.scorers[{i}].")
+    return header
+
+
+def _checked_sample(sample: Any, where: str) -> dict[str, Any]:
+    """One sample whose fields are of the shapes read (see ``_SAMPLE``)."""
+    fields(sample, _SAMPLE, where, name="a sample", required=("id",))
+    if isinstance(sample.get("input"), list):
+        objects(sample["input"], where, "input")
+    objects(sample.get("messages"), where, "messages")
+    for key, value in (sample.get("attachments") or {}).items():
+        if not isinstance(value, str):
+            raise CasesError(f"{where}: 'attachments.{key}' must be text; got {shown(value)}")
+    for name, score in (sample.get("scores") or {}).items():
+        fields(score, {}, where, name=f"'scores.{name}'")
+    output = fields(sample.get("output") or {}, _OUTPUT, where, prefix="output.")
+    fields(output.get("usage") or {}, _USAGE, where, prefix="output.usage.")
+    for i, choice in enumerate(objects(output.get("choices"), where, "output.choices")):
+        fields(choice, _CHOICE, where, prefix=f"output.choices[{i}].")
+    return sample
+
+
+#: A log as read: its header and, in file order, ``(where, sample)``.
+_Log = tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]
+
+
+def read_inspect_log(
+    path: str | os.PathLike[str], *, limits: Limits | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(header, samples)`` of a ``.eval`` or ``.json`` Inspect log, samples in file
+    order, each of the shapes read, within ``limits`` (default :class:`Limits`)."""
+    header, samples = _read(Path(path), Sources(limits))
+    return header, [sample for _, sample in samples]
+
+
+def _read(path: Path, sources: Sources) -> _Log:
     if path.suffix == ".json":
-        data = read_json_source(path, "an Inspect log")
+        data = read_json_source(path, "an Inspect log", sources)
         if not isinstance(data, dict) or "eval" not in data:
             raise source_error(path, "not an Inspect log: expected a JSON object with 'eval'")
-        return data, list(data.get("samples") or [])
+        header = _checked_header(data, str(path))
+        wheres = (f"{path}: samples[{i}]" for i in range(len(header.get("samples") or [])))
+        samples = zip(wheres, header.get("samples") or [], strict=True)
+        return header, [(where, _checked_sample(s, where)) for where, s in samples]
     if path.suffix != ".eval":
         raise source_error(path, "an Inspect log must end in .eval or .json")
-    try:
-        archive = zipfile.ZipFile(path)
-    except OSError as exc:
-        raise source_error(path, f"cannot read the Inspect log ({exc.strerror})") from None
-    except zipfile.BadZipFile:
-        raise source_error(path, "not an Inspect .eval log (not a zip file)") from None
-    with archive:
-        names = archive.namelist()
-        head = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
-        if head is None:
-            raise source_error(path, "not an Inspect .eval log: no header.json in the zip")
-        try:
-            header = json.loads(archive.read(head))
-            samples = [
-                json.loads(archive.read(n))
-                for n in names
-                if n.startswith("samples/") and n.endswith(".json")
-            ]
-        except json.JSONDecodeError as exc:
-            raise source_error(path, f"a JSON file in the zip is not valid ({exc})") from None
+    with sources.zip(path, "the Inspect log") as members:
+        return _read_zip(path, members)
+
+
+def _read_zip(path: Path, members: ZipMembers) -> _Log:
+    """The header (``header.json``, else ``_journal/start.json``) and every
+    ``samples/*.json`` member; nothing else in the zip is inflated."""
+    infos = {info.filename: info for info in members.infos()}
+    head = next((infos[n] for n in ("header.json", "_journal/start.json") if n in infos), None)
+    if head is None:
+        raise source_error(path, "not an Inspect .eval log: no header.json in the zip")
+    where = f"{path}: {head.filename!r}"
+    header = _checked_header(parse_json(members.read(head), where, "an Inspect header"), where)
+    samples = []
+    for name, info in infos.items():
+        if name.startswith("samples/") and name.endswith(".json"):
+            where = f"{path}: {name!r}"
+            sample = parse_json(members.read(info), where, "an Inspect sample")
+            samples.append((where, _checked_sample(sample, where)))
     return header, samples
 
 
@@ -102,14 +187,14 @@ def score_outcome(value: Any) -> tuple[bool | None, float | None, str]:
     return None, None, f"value {json.dumps(value)[:60]} has no pass/fail reading"
 
 
-def _case(sample: dict[str, Any], attachments: dict[str, str]) -> Case:
+def _case(sample: dict[str, Any], attachments: dict[str, str], where: str) -> Case:
     raw = _resolve(sample.get("input"), attachments)
     fields: dict[str, Any] = {"id": str(sample["id"])}
     if isinstance(raw, str):
         fields["prompt"] = raw or " "
     else:
         fields["messages"] = [
-            {"role": m.get("role", "user"), "content": text_of(m.get("content")) or ""}
+            {"role": str(m.get("role") or "user"), "content": text_of(m.get("content")) or ""}
             for m in raw or []
         ] or [{"role": "user", "content": " "}]
     target = sample.get("target")
@@ -126,16 +211,18 @@ def _case(sample: dict[str, Any], attachments: dict[str, str]) -> Case:
     except ValueError:
         # A target that names no choice (a log may hold one) is kept as metadata only.
         fields.pop("choices", None)
+    try:
         return Case(**fields)
+    except ValueError as exc:
+        raise CasesError(f"{where}: not a case evalnb can keep ({exc})") from None
 
 
 def _answer(output: dict[str, Any]) -> tuple[str | None, str | None]:
+    choices = output.get("choices") or [{}]
     if isinstance(output.get("completion"), str):
         completion = output["completion"]
     else:
-        choices = output.get("choices") or [{}]
         completion = text_of((choices[0].get("message") or {}).get("content"))
-    choices = output.get("choices") or [{}]
     return completion, choices[0].get("stop_reason")
 
 
@@ -151,14 +238,14 @@ def _prompt(sample: dict[str, Any], attachments: dict[str, str]) -> str:
 def _time(text: Any, fallback: dt.datetime) -> dt.datetime:
     try:
         return dt.datetime.fromisoformat(str(text)).astimezone(dt.UTC)
-    except ValueError:
+    except (ValueError, OverflowError):
         return fallback
 
 
-def _scorers(spec: dict[str, Any], samples: list[dict[str, Any]]) -> list[str]:
+def _scorers(spec: dict[str, Any], samples: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """The spec's scorers, then any other a sample was scored by, in order of appearance."""
-    scorers = [s.get("name") for s in spec.get("scorers") or [] if s.get("name")]
-    for sample in samples:
+    scorers = [s["name"] for s in spec.get("scorers") or [] if s.get("name")]
+    for _, sample in samples:
         scorers += [name for name in sample.get("scores") or {} if name not in scorers]
     return scorers
 
@@ -182,6 +269,7 @@ def _check(
 
 def _add_sample(
     run: ImportedRun,
+    where: str,
     sample: dict[str, Any],
     variant: str,
     scorers: list[str],
@@ -189,7 +277,12 @@ def _add_sample(
 ) -> None:
     """Add one sample of the log (its case on first sight) with a check per scorer."""
     attachments = sample.get("attachments") or {}
-    case = run.cases.setdefault(str(sample["id"]), _case(sample, attachments))
+    case_id = str(sample["id"])
+    if case_id not in run.cases:
+        run.cases[case_id] = _case(sample, attachments, where)
+    repeat = (sample.get("epoch") or 1) - 1
+    if (case_id, variant, repeat) in run.keys:
+        raise CasesError(f"{where}: sample {case_id!r} epoch {repeat + 1} appears twice")
     output = sample.get("output") or {}
     answer, stop = _answer(output)
     error = sample.get("error")
@@ -200,8 +293,8 @@ def _add_sample(
     seconds = output.get("time") or sample.get("total_time") or 0.0
     scores = sample.get("scores") or {}
     run.add(
-        (case.id, variant, int(sample.get("epoch", 1)) - 1),
-        [_check(name, scores, status, f"sample {case.id}", unsupported) for name in scorers],
+        (case_id, variant, repeat),
+        [_check(name, scores, status, f"sample {case_id}", unsupported) for name in scorers],
         prompt=_prompt(sample, attachments),
         answer=answer,
         status=status,
@@ -227,30 +320,45 @@ def _provenance(header: dict[str, Any], spec: dict[str, Any], scorers: list[str]
 
 
 def import_inspect_log(
-    source: str | os.PathLike[str], dest: str | os.PathLike[str]
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    limits: Limits | None = None,
 ) -> ImportResult:
-    """Write an Inspect log as the run directory ``dest`` (a new path)."""
+    """Write an Inspect log as the run directory ``dest`` (a new path).
+
+    The log is read within ``limits`` (default :class:`Limits`): a regular file of at most
+    256 MiB; of a ``.eval`` zip only ``header.json`` (or ``_journal/start.json``) and
+    ``samples/*.json`` are inflated, streaming, each member at most 64 MiB, 1 GiB in all,
+    and at most 100 times its compressed size. A field of the wrong JSON type is a
+    :class:`~evalnb.CasesError` naming the file, the sample and the field.
+    """
     path = Path(source)
-    header, samples = read_inspect_log(path)
-    spec = header.get("eval") or {}
-    if not samples:
-        raise source_error(path, "the log holds no samples (was it written with --no-log-samples?)")
-    stats = header.get("stats") or {}
-    model = str(spec.get("model") or "model")
-    run = ImportedRun("inspect", Path(dest).name, _time(stats.get("started_at"), now()))
-    run.variants[model] = Variant(model)
-    scorers = _scorers(spec, samples)
-    unsupported: list[Unsupported] = []
-    samples.sort(key=lambda s: (int(s.get("epoch", 1)), str(s.get("id"))))
-    for order, sample in enumerate(samples):
-        if "id" not in sample:
-            raise source_error(path, f"sample {order + 1} has no 'id'")
-        _add_sample(run, sample, model, scorers, unsupported)
+    sources = Sources(limits)
+    with reading(path):
+        header, samples = _read(path, sources)
+        spec = header.get("eval") or {}
+        if not samples:
+            raise source_error(
+                path, "the log holds no samples (was it written with --no-log-samples?)"
+            )
+        stats = header.get("stats") or {}
+        model = spec.get("model") or "model"
+        run = ImportedRun("inspect", Path(dest).name, _time(stats.get("started_at"), now()))
+        run.variants[model] = Variant(model)
+        scorers = _scorers(spec, samples)
+        unsupported: list[Unsupported] = []
+        samples.sort(key=lambda item: (item[1].get("epoch") or 1, str(item[1]["id"])))
+        for where, sample in samples:
+            _add_sample(run, where, sample, model, scorers, unsupported)
     counts = {"cases": len(run.cases), "epochs": run.repeats, "samples": len(run.rows)}
     counts["scorers"] = len(scorers)
+    result = ImportResult(
+        "inspect-log", path, counts=counts, unsupported=unsupported, files=sources.files
+    )
     return run.write(
         dest,
-        ImportResult("inspect-log", path, counts=counts, unsupported=unsupported),
+        result,
         status="complete" if header.get("status", "success") == "success" else "interrupted",
         ended_at=stats.get("completed_at"),
         target={"type": "inspect-log", "model": model},

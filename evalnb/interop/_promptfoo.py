@@ -6,6 +6,10 @@
   cases with ``vars`` (a var whose value is a list makes one case per value, as promptfoo
   does); ``defaultTest`` becomes the cases file's ``defaults``;
 - assertions become checks (:data:`MAPPED`); the others are listed, never dropped.
+
+The config is untrusted: ``file://`` references resolve inside its folder only (unless
+allowed), every file is read within :class:`~evalnb.interop.Limits`, and the YAML may
+expand (aliases, list-valued vars) to at most ``Limits.yaml_nodes`` nodes.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import csv
 import io
 import itertools
 import json
+import math
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +29,17 @@ import regex
 
 from evalnb._exceptions import ArgumentError
 from evalnb._types import check_template, render_template
-from evalnb.interop._suite import ImportResult, Unsupported, source_error, write_suite
+from evalnb.interop._bounded import Limits, Sources, expanded_nodes
+from evalnb.interop._records import csv_rows
+from evalnb.interop._shapes import shown
+from evalnb.interop._suite import (
+    ImportResult,
+    Unsupported,
+    parse_json,
+    reading,
+    source_error,
+    write_suite,
+)
 
 __all__ = ["MAPPED", "import_promptfoo"]
 
@@ -60,10 +76,12 @@ class _Lined(dict[str, Any]):
     line = 0
 
 
-def _yaml(path: Path, text: str) -> Any:
+def _loader() -> Any:
+    """A safe YAML loader (libyaml's when PyYAML has it) that reads YAML 1.2 booleans, as
+    promptfoo (js-yaml) does, and keeps each mapping's line."""
     import yaml  # type: ignore[import-untyped]
 
-    class Loader(yaml.SafeLoader):
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
         pass
 
     # promptfoo reads YAML 1.2 (js-yaml): only true/false are booleans, "Yes" is text.
@@ -83,13 +101,32 @@ def _yaml(path: Path, text: str) -> Any:
         return out
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader
+
+
+def _yaml(path: Path, text: str, budget: int) -> tuple[Any, int]:
+    """``(data, nodes)``: the YAML document in ``text`` and the nodes it expands to (each
+    alias counted as the nodes it repeats); past ``budget`` nodes no value is built and
+    the data is None."""
+    import yaml
+
+    loader = _loader()(text)
     try:
-        return yaml.load(text, Loader=Loader)  # a SafeLoader subclass
+        node = loader.get_single_node()
+        if node is None:
+            return None, 0
+        # Without an "&" there is no anchor, so no alias: the nodes are a tree.
+        nodes = expanded_nodes(node, budget, str(path), aliases="&" in text)
+        return (loader.construct_document(node) if nodes <= budget else None), nodes
+    except (ValueError, OverflowError) as exc:  # a timestamp such as 2024-13-45
+        raise source_error(path, f"not valid YAML ({exc})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise source_error(Path(f"{path}{line}"), f"not valid YAML ({problem})") from None
+    finally:
+        loader.dispose()
 
 
 def _plain(value: Any) -> Any:
@@ -97,26 +134,74 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _read(config: Path, ref: str, where: str) -> tuple[Path, str]:
-    path = config.parent / ref.removeprefix("file://")
-    try:
-        return path, path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise source_error(
-            config, f"{where}: cannot read the file:// reference {ref!r} ({exc.strerror})"
-        ) from None
+_PLAIN_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def _fill(template: str, context: dict[str, Any]) -> str:
+    """``template`` rendered with ``context``: a template of only ``{{ name }}`` fields is
+    filled directly (as Jinja2 would fill it, ``str`` of each value: a 10,000-test config
+    spends seconds in Jinja2 otherwise); any other goes through the sandbox."""
+    rest = _PLAIN_VAR.sub("", template)
+    names = _PLAIN_VAR.findall(template)
+    if "{{" in rest or "{%" in rest or "{#" in rest or any(n not in context for n in names):
+        return render_template(template, context)
+    return _PLAIN_VAR.sub(lambda m: str(context[m[1]]), template)
+
+
+def _count(value: Any) -> int:
+    """The YAML nodes ``value`` would be written as (a mapping's keys counted)."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            count += len(item)
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return count
+
+
+#: Test files by suffix: what promptfoo reads that evalnb reads too.
+_TEST_FILES = (".csv", ".json", ".jsonl", ".yaml", ".yml")
 
 
 class _Importer:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, sources: Sources):
         self.path = path
+        self.sources = sources
         self.unsupported: list[Unsupported] = []
         self.templates: dict[str, Any] = {}
         self.judge = False
         self.taken: set[str] = set()
+        self.budget = sources.limits.yaml_nodes
 
     def skip(self, name: str, where: str, reason: str) -> None:
         self.unsupported.append(Unsupported(name, where, reason))
+
+    def yaml(self, path: Path, text: str) -> Any:
+        """The YAML in ``text``; its nodes come out of the budget the config shares with
+        its test files and the cases list-valued vars make."""
+        data, nodes = _yaml(path, text, self.budget)
+        self.spend(
+            nodes, str(path), "the YAML expands (each alias counted as the nodes it repeats)"
+        )
+        return data
+
+    def spend(self, nodes: int, where: str, what: str) -> None:
+        """Take ``nodes`` from the budget; past it, ``what`` is the one-line error."""
+        self.budget -= nodes
+        if self.budget < 0:
+            limit = self.sources.limits.yaml_nodes
+            raise source_error(
+                Path(where),
+                f"{what} to more than {limit:,} YAML nodes; {Limits.hint('yaml_nodes')}",
+            )
+
+    def read(self, ref: str, at: str) -> tuple[Path, str]:
+        """``(path, text)`` of a ``file://`` reference made at ``at`` (a place in a file:
+        ``config.yaml:7: tests[2].assert[0]``); see :meth:`Sources.reference`."""
+        return self.sources.reference(self.path, ref, at)
 
     # -- prompts ------------------------------------------------------------------
 
@@ -136,14 +221,15 @@ class _Importer:
                 self.skip("prompt", where, f"expected text or file://; got {_plain(item)!r}")
                 continue
             if item.startswith("file://"):
-                file, text = _read(self.path, item, f"prompts[{i}]")
-                if file.suffix not in (".txt", ".md", ".j2", ".jinja", ""):
+                suffix = Path(item).suffix
+                if suffix not in (".txt", ".md", ".j2", ".jinja", ""):
                     self.skip(
-                        f"prompt {file.name}",
+                        f"prompt {Path(item).name}",
                         where,
                         "only text prompt files become templates (chat JSON, .py, .js do not)",
                     )
                     continue
+                file, text = self.read(item, where)
                 parts = [p.strip("\n") for p in re.split(r"\n-{3,}\n", text) if p.strip()]
                 for j, part in enumerate(parts):
                     name = label if label and len(parts) == 1 else f"{file.stem}-{j + 1}"
@@ -179,10 +265,12 @@ class _Importer:
             self.skip(kind, where, "no evalnb check expresses it")
             return None
         if isinstance(value, str) and value.startswith("file://"):
-            value = _read(self.path, value, where)[1]
+            file, value = self.read(value, where)
+            if kind in ("is-json", "contains-json") and file.suffix in _TEST_FILES[1:]:
+                value = self.data(file, value)
         if isinstance(value, str) and "{{" in value and kind != "llm-rubric":
             try:
-                value = render_template(value, context)
+                value = _fill(value, context)
             except ValueError as exc:
                 self.skip(kind, where, f"its value uses a template evalnb cannot fill ({exc})")
                 return None
@@ -274,21 +362,36 @@ class _Importer:
                 )
         return items
 
-    def _test_file(self, ref: str, where: str) -> list[tuple[str, Any]]:
-        file, text = _read(self.path, ref, where)
-        if file.suffix == ".csv":
-            return self._csv(file, text)
-        data = json.loads(text) if file.suffix == ".json" else _yaml(file, text)
+    def data(self, file: Path, text: str) -> Any:
+        """The data of a ``.json``, ``.jsonl`` (a list) or YAML file's ``text``."""
+        if file.suffix == ".json":
+            return parse_json(text, str(file), "JSON")
         if file.suffix == ".jsonl":
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+            lines = enumerate(text.splitlines(), start=1)
+            return [parse_json(line, f"{file}:{n}", "JSON") for n, line in lines if line.strip()]
+        return self.yaml(file, text)
+
+    def _test_file(self, ref: str, where: str) -> list[tuple[str, Any]]:
+        suffix = Path(ref).suffix
+        if suffix not in _TEST_FILES:
+            self.skip(
+                f"tests {Path(ref).name}",
+                f"{self.path}: {where}",
+                "only CSV, JSON, JSONL and YAML test files are read (not generators)",
+            )
+            return []
+        file, text = self.read(ref, f"{self.path}: {where}")
+        if suffix == ".csv":
+            return self._csv(file, text)
+        data = self.data(file, text)
         if not isinstance(data, list):
-            raise source_error(file, f"expected a list of tests; got {type(data).__name__}")
+            raise source_error(file, f"expected a list of tests; got {shown(data)}")
         return [(f"{file}:{getattr(t, 'line', i + 1)}", t) for i, t in enumerate(data)]
 
     def _csv(self, file: Path, text: str) -> list[tuple[str, Any]]:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         items = []
-        for row in reader:
+        for row in csv_rows(reader, file):
             where = f"{file}:{reader.line_num}"
             test: dict[str, Any] = {"vars": {}, "assert": []}
             for column, cell in row.items():
@@ -325,14 +428,27 @@ class _Importer:
         raw_vars = test.get("vars") or {}
         if not isinstance(raw_vars, dict):
             raise source_error(self.path, f"{where}: 'vars' must be an object; got {raw_vars!r}")
-        for key in sorted(set(test) - {"vars", "assert", "description", "metadata"}):
+        if not isinstance(test.get("metadata") or {}, dict):
+            raise source_error(
+                self.path, f"{where}: 'metadata' must be an object; got {shown(test['metadata'])}"
+            )
+        for key in sorted(set(test) - {"vars", "assert", "description", "metadata"}, key=str):
             self.skip(f"test option {key!r}", where, "evalnb has no counterpart; left out")
         values = {}
         for key, value in raw_vars.items():
             if isinstance(value, str) and value.startswith("file://"):
-                value = _read(self.path, value, f"{where}: vars.{key}")[1]
+                value = self.read(value, f"{where}: vars.{key}")[1]
             values[key] = value if isinstance(value, list) else [value]
         keys = list(values)
+        empty = [key for key, value in values.items() if not value]
+        if empty:
+            self.skip(f"test {n}", where, f"vars.{empty[0]} is an empty list: it makes no case")
+            return []
+        count = math.prod(len(v) for v in values.values())
+        if count > 1:
+            # Each case a list-valued var makes repeats the test: it counts as its nodes.
+            what = f"its list-valued vars make {count:,} cases, which expand the suite"
+            self.spend((count - 1) * _count(test), where, what)
         combos = list(itertools.product(*values.values())) or [()]
         cases = []
         for j, combo in enumerate(combos, start=1):
@@ -355,41 +471,83 @@ class _Importer:
         return cases
 
 
+def _default_test(importer: _Importer, raw: Any) -> dict[str, Any]:
+    """``defaultTest``: an object, or a ``file://`` reference to a YAML or JSON one."""
+    where = importer.path
+    if isinstance(raw, str) and raw.startswith("file://"):
+        if Path(raw).suffix not in _TEST_FILES[1:]:
+            raise source_error(where, f"'defaultTest' {raw!r} must be a YAML or JSON file")
+        where, text = importer.read(raw, f"{where}: defaultTest")
+        raw = importer.data(where, text)
+    if not isinstance(raw, dict):
+        raise source_error(
+            where,
+            "'defaultTest' must be an object (vars, assert, ...) or a file:// reference; "
+            f"got {shown(raw)}",
+        )
+    if not isinstance(raw.get("vars") or {}, dict):
+        raise source_error(where, f"'defaultTest.vars' must be an object; got {shown(raw['vars'])}")
+    return raw
+
+
 def import_promptfoo(
-    source: str | os.PathLike[str], dest: str | os.PathLike[str], *, repeats: int = 5
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    repeats: int = 5,
+    allow_outside: Iterable[str | os.PathLike[str]] = (),
+    limits: Limits | None = None,
 ) -> ImportResult:
     """Import a ``promptfooconfig.yaml`` into ``DEST/cases.yaml`` + ``DEST/experiment.toml``;
-    the result lists what was imported and each assertion evalnb cannot express."""
+    the result lists what was imported and each assertion evalnb cannot express.
+
+    ``file://`` references must resolve (symbolic links followed) inside the config's
+    folder or inside a path of ``allow_outside``; every file is read within ``limits``
+    (default :class:`Limits`: regular files of at most 256 MiB, 1 GiB in all, and at most
+    1,000,000 YAML nodes once aliases and list-valued vars are expanded). Every file read
+    is listed in ``imported.json``.
+    """
     path = Path(source)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise source_error(path, f"cannot read the promptfoo config ({exc.strerror})") from None
-    config = _yaml(path, text)
+    sources = Sources(limits, root=path.parent, allow_outside=allow_outside)
+    with reading(path):
+        importer = _Importer(path, sources)
+        config = importer.yaml(path, sources.text(path, "the promptfoo config"))
+        return _import(importer, config, dest, repeats)
+
+
+def _import(
+    importer: _Importer, config: Any, dest: str | os.PathLike[str], repeats: int
+) -> ImportResult:
+    path = importer.path
     if not isinstance(config, dict) or ("prompts" not in config and "tests" not in config):
         raise source_error(
             path, "not a promptfoo config: expected a YAML object with 'prompts' and 'tests'"
         )
-    importer = _Importer(path)
     templates = config.get("assertionTemplates") or {}
-    importer.templates = templates if isinstance(templates, dict) else {}
+    if not isinstance(templates, dict):
+        raise source_error(path, f"'assertionTemplates' must be an object; got {shown(templates)}")
+    importer.templates = templates
     variants = importer.prompts(config.get("prompts"))
-    for i, provider in enumerate(config.get("providers") or []):
+    providers = config.get("providers") or []
+    for i, provider in enumerate(providers if isinstance(providers, list) else [providers]):
         name = provider if isinstance(provider, str) else _plain(provider)
         importer.skip(
             f"provider {name}",
             f"{path}: providers[{i}]",
             "one target per experiment: point experiment.toml at it (--base-url, --model)",
         )
-    default = config.get("defaultTest") or {}
+    raw_default = config.get("defaultTest")
+    default: dict[str, Any] = {}
+    if raw_default is not None:
+        default = _default_test(importer, raw_default)
     defaults: dict[str, Any] = {}
-    default_vars = _plain(default.get("vars") or {}) if isinstance(default, dict) else {}
+    default_vars = _plain(default.get("vars") or {})
     if default_vars:
         defaults["vars"] = default_vars
     taken: set[str] = set()
-    if isinstance(default, dict):
+    if default:
         where = f"{path}:{getattr(default, 'line', '?')}"
-        for key in sorted(set(default) - {"vars", "assert"}):
+        for key in sorted(set(default) - {"vars", "assert"}, key=str):
             importer.skip(f"defaultTest.{key}", where, "evalnb has no counterpart; left out")
         checks = importer.checks(default.get("assert"), "defaultTest", default_vars, taken)
         if checks:
@@ -398,8 +556,8 @@ def import_promptfoo(
     cases = []
     for n, (where, test) in enumerate(importer.test_items(config.get("tests")), start=1):
         cases += importer.case(n, where, test, default_vars)
-    result = ImportResult("promptfoo", path)
-    result.unsupported = importer.unsupported
+    result = ImportResult("promptfoo", path, unsupported=importer.unsupported)
+    result.files = importer.sources.files
     return write_suite(
         result,
         dest,

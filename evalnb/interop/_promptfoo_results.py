@@ -22,26 +22,100 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from evalnb._exceptions import CasesError
 from evalnb._types import Case, CheckResult, Variant
+from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._runs import ImportedRun, status_of
-from evalnb.interop._suite import ImportResult, read_json_source, source_error
+from evalnb.interop._shapes import (
+    ANY,
+    BOOL,
+    COUNT,
+    INDEX,
+    LIST,
+    NUMBER,
+    OBJECT,
+    TEXT,
+    either,
+    fields,
+    objects,
+    shown,
+)
+from evalnb.interop._suite import ImportResult, read_json_source, reading, source_error
 from evalnb.runner._manifest import now
 
 __all__ = ["import_promptfoo_results"]
 
 _ERROR_REASON = 2  # promptfoo's ResultFailureReason.ERROR
 
+#: The shapes read: a field absent or null is always accepted.
+_TOP = {"evalId": TEXT}
+_INNER = {"version": NUMBER, "timestamp": TEXT, "prompts": LIST}
+_ROW = {
+    "prompt": OBJECT,
+    "provider": either(OBJECT, TEXT),
+    "promptIdx": INDEX,
+    "testIdx": INDEX,
+    "repeatIndex": INDEX,
+    "testCase": OBJECT,
+    "vars": OBJECT,
+    "metadata": OBJECT,
+    "response": OBJECT,
+    "error": ANY,
+    "failureReason": NUMBER,
+    "latencyMs": NUMBER,
+    "gradingResult": OBJECT,
+    "success": BOOL,
+}
+_PROMPT = {"raw": TEXT, "label": TEXT, "display": TEXT}
+_COMPONENT = {"assertion": OBJECT, "pass": BOOL, "score": NUMBER, "reason": ANY}
+_USAGE = {"prompt": COUNT, "completion": COUNT, "total": COUNT}
 
-def _rows(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    data = read_json_source(path, "promptfoo results")
+
+def _rows(path: Path, sources: Sources) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    data = read_json_source(path, "promptfoo results", sources)
     results = data.get("results") if isinstance(data, dict) else None
     if isinstance(results, dict) and isinstance(results.get("results"), list):
-        return results["results"], data
+        fields(data, _TOP, str(path))
+        fields(results, _INNER, str(path), prefix="results.")
+        return _checked(path, results["results"]), data
     if isinstance(results, list):
-        return results, data
+        fields(data, _TOP, str(path))
+        return _checked(path, results), data
     raise source_error(
         path, "not promptfoo results: expected 'results' (a list, or an object with 'results')"
     )
+
+
+def _checked(path: Path, rows: list[Any]) -> list[dict[str, Any]]:
+    """The rows, each an object whose fields are of the shapes read."""
+    for order, row in enumerate(rows):
+        where = f"{path}: results[{order}]"
+        if not isinstance(row, dict):
+            raise CasesError(f"{where} must be an object; got {shown(row)}")
+        fields(row, _ROW, where)
+        fields(row.get("prompt") or {}, _PROMPT, where, prefix="prompt.")
+        if isinstance(row.get("provider"), dict):
+            fields(row["provider"], {"id": TEXT}, where, prefix="provider.")
+        test = fields(row.get("testCase") or {}, {"vars": OBJECT}, where, prefix="testCase.")
+        fields(test.get("metadata") or {}, {}, where, prefix="testCase.")
+        fields(row.get("metadata") or {}, {"repeatIndex": INDEX}, where, prefix="metadata.")
+        response = row.get("response") or {}
+        fields(response, {"tokenUsage": OBJECT}, where, prefix="response.")
+        fields(response.get("tokenUsage") or {}, _USAGE, where, prefix="response.tokenUsage.")
+        grading = fields(
+            row.get("gradingResult") or {},
+            {"componentResults": LIST},
+            where,
+            prefix="gradingResult.",
+        )
+        components = grading.get("componentResults")
+        for i, component in enumerate(objects(components, where, "gradingResult.componentResults")):
+            at = f"gradingResult.componentResults[{i}]."
+            fields(component, _COMPONENT, where, prefix=at)
+            fields(
+                component.get("assertion") or {}, {"type": TEXT}, where, prefix=f"{at}assertion."
+            )
+    return rows
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -55,7 +129,10 @@ def _text(value: Any) -> str | None:
 
 
 def _provider(row: dict[str, Any]) -> str:
-    return str(_obj(row.get("provider")).get("id", ""))
+    provider = row.get("provider")
+    if isinstance(provider, str):
+        return provider
+    return str(_obj(provider).get("id") or "")
 
 
 def _label(row: dict[str, Any], prompts: list[dict[str, Any]]) -> str:
@@ -154,6 +231,11 @@ class _Reader:
         variant = self.variant(row)
         case_id = self.case(row, order)
         repeat = self.repeat(row, variant, case_id)
+        if (case_id, variant, repeat) in self.run.keys:
+            raise CasesError(
+                f"{self.path}: results[{order}]: a second row for {case_id}, prompt "
+                f"{variant!r}, repeat {repeat} (check 'testIdx' and 'repeatIndex')"
+            )
         response = _obj(row.get("response"))
         answer = _text(response.get("output"))
         error = row.get("error") or response.get("error")
@@ -175,27 +257,34 @@ class _Reader:
 
 
 def import_promptfoo_results(
-    source: str | os.PathLike[str], dest: str | os.PathLike[str]
+    source: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    limits: Limits | None = None,
 ) -> ImportResult:
-    """Write a promptfoo ``output.json`` as the run directory ``dest`` (a new path)."""
+    """Write a promptfoo ``output.json`` as the run directory ``dest`` (a new path).
+
+    The file is read within ``limits`` (default :class:`Limits`: a regular file of at most
+    256 MiB); a field of the wrong JSON type is a :class:`~evalnb.CasesError` naming the
+    file, the row (``results[3]``) and the field.
+    """
     path = Path(source)
-    rows, data = _rows(path)
-    if not rows:
-        raise source_error(path, "the results hold no rows")
-    for order, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise source_error(path, f"results[{order}] must be an object; got {row!r}")
-    inner = _obj(data.get("results"))
-    run = ImportedRun("promptfoo", Path(dest).name, now())
-    prompts = [p for p in inner.get("prompts") or [] if isinstance(p, dict)]
-    reader = _Reader(path, run, prompts, {_provider(row) for row in rows})
-    for order, row in enumerate(rows):
-        reader.add(row, order)
+    sources = Sources(limits)
+    with reading(path):
+        rows, data = _rows(path, sources)
+        if not rows:
+            raise source_error(path, "the results hold no rows")
+        inner = _obj(data.get("results"))
+        run = ImportedRun("promptfoo", Path(dest).name, now())
+        prompts = [p for p in inner.get("prompts") or [] if isinstance(p, dict)]
+        reader = _Reader(path, run, prompts, {_provider(row) for row in rows})
+        for order, row in enumerate(rows):
+            reader.add(row, order)
     providers = sorted(reader.providers)
     counts = {"cases": len(run.cases), "variants": len(run.variants), "samples": len(run.rows)}
     return run.write(
         dest,
-        ImportResult("promptfoo-results", path, counts=counts),
+        ImportResult("promptfoo-results", path, counts=counts, files=sources.files),
         status="complete",
         ended_at=inner.get("timestamp") or dt.datetime.now(dt.UTC).isoformat(),
         target={"type": "promptfoo-results", "model": ", ".join(providers) or None},

@@ -5,60 +5,61 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evalnb.interop._suite import Unsupported, source_error
+from evalnb.interop._bounded import Sources
+from evalnb.interop._suite import Unsupported, parse_json, source_error
 
-__all__ = ["messages", "records", "text_of"]
+__all__ = ["csv_rows", "messages", "records", "text_of"]
 
 
-def records(path: Path, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(where, record)`` for every record of a ``.jsonl``, ``.json`` or ``.csv`` file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise source_error(path, f"cannot read the {kind} file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise source_error(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+def records(path: Path, kind: str, sources: Sources) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, record)`` for every record of a ``.jsonl``, ``.json`` or ``.csv`` file,
+    read through ``sources`` (its caps)."""
+    if path.suffix not in (".jsonl", ".json", ".csv"):
+        raise source_error(path, f"a {kind} file must end in .jsonl, .json or .csv")
+    text = sources.text(path, f"the {kind} file")
     if path.suffix == ".jsonl":
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise source_error(
-                    Path(f"{path}:{number}"), f"not valid JSON ({exc.msg} at column {exc.colno})"
-                ) from None
+            item = parse_json(line, f"{path}:{number}", f"a {kind} record")
             if not isinstance(item, dict):
                 raise source_error(
                     Path(f"{path}:{number}"), f"expected a JSON object; got {type(item).__name__}"
                 )
             yield f"{path}:{number}", item
     elif path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise source_error(
-                Path(f"{path}:{exc.lineno}"), f"not valid JSON ({exc.msg})"
-            ) from None
+        data = parse_json(text, str(path), f"a {kind} file")
         if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
             raise source_error(path, f"expected a JSON list of {kind} records (objects)")
         for i, item in enumerate(data):
             yield f"{path}[{i}]", item
-    elif path.suffix == ".csv":
+    else:
         reader = csv.DictReader(io.StringIO(text, newline=""))
-        for row in reader:
+        for row in csv_rows(reader, path):
             if None in row or None in row.values():
                 raise source_error(
                     Path(f"{path}:{reader.line_num}"), "the row's cells do not match the header"
                 )
             yield f"{path}:{reader.line_num}", dict(row)
-    else:
-        raise source_error(path, f"a {kind} file must end in .jsonl, .json or .csv")
+
+
+def csv_rows(reader: csv.DictReader[str], path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of ``reader``; a CSV error (a field past the csv module's size limit, a
+    stray quote) is one line naming the file and the row."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise source_error(
+                Path(f"{path}:{reader.line_num}"), f"not valid CSV ({exc})"
+            ) from None
+        yield row
 
 
 def text_of(content: Any) -> str | None:

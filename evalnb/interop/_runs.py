@@ -14,12 +14,13 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from evalnb import store
 from evalnb._evidence import normalise_answer
 from evalnb._types import Case, CheckResult, Sample, Variant
-from evalnb.interop._suite import RECORD, ImportResult
+from evalnb.interop._suite import RECORD, ImportResult, undone_on_error
 from evalnb.runner._manifest import new_manifest
 
 __all__ = ["ImportedRun", "status_of"]
@@ -47,6 +48,8 @@ class ImportedRun:
     cases: dict[str, Case] = field(default_factory=dict)
     variants: dict[str, Variant] = field(default_factory=dict)
     rows: list[tuple[Sample, list[CheckResult]]] = field(default_factory=list)
+    #: The ``(case_id, variant, repeat)`` of each sample added.
+    keys: set[tuple[str, str, int]] = field(default_factory=set)
 
     @property
     def repeats(self) -> int:
@@ -94,6 +97,7 @@ class ImportedRun:
             total_tokens=usage[2],
         )
         self.rows.append((sample, checks))
+        self.keys.add(key)
 
     def write(
         self,
@@ -106,41 +110,46 @@ class ImportedRun:
         provenance: dict[str, Any],
     ) -> ImportResult:
         """Write the run directory ``dest`` (a new path) and its ``imported.json``;
-        ``provenance`` follows the source file's path and SHA-256 in the manifest."""
-        run_dir = store.create_run_dir(dest)
-        cases = list(self.cases.values())
-        manifest = new_manifest(
-            run_dir.name,
-            self.started,
-            cases=cases,
-            cases_file=None,
-            extra_checks=[],
-            variants=list(self.variants.values()),
-            repeats=self.repeats,
-            concurrency=1,
-            order=self.source,
-            seed=0,
-            planned=[
-                (self.cases[s.case_id], self.variants[s.variant], s.repeat) for s, _ in self.rows
-            ],
-            command=None,
-        )
-        manifest.update(
-            status=status,
-            ended_at=ended_at,
-            target=target,
-            source=self.source,
-            provenance={
-                "file": str(result.source),
-                "sha256": hashlib.sha256(result.source.read_bytes()).hexdigest(),
-                **provenance,
-            },
-        )
-        store.write_json_atomic(run_dir / "manifest.json", manifest)
-        writer = store.RunWriter(run_dir)
-        writer.write_cases(cases)
-        writer.write([s for s, _ in self.rows], [(s, r) for s, checks in self.rows for r in checks])
-        result.written.append(run_dir)
-        record = json.dumps(result.record(), indent=2) + "\n"
-        (run_dir / RECORD).write_text(record, encoding="utf-8")
+        ``provenance`` follows the source file's path and SHA-256 in the manifest. On an
+        error nothing is left behind."""
+        with undone_on_error(Path(dest), result.source):
+            run_dir = store.create_run_dir(dest)
+            cases = list(self.cases.values())
+            manifest = new_manifest(
+                run_dir.name,
+                self.started,
+                cases=cases,
+                cases_file=None,
+                extra_checks=[],
+                variants=list(self.variants.values()),
+                repeats=self.repeats,
+                concurrency=1,
+                order=self.source,
+                seed=0,
+                planned=[
+                    (self.cases[s.case_id], self.variants[s.variant], s.repeat)
+                    for s, _ in self.rows
+                ],
+                command=None,
+            )
+            manifest.update(
+                status=status,
+                ended_at=ended_at,
+                target=target,
+                source=self.source,
+                provenance={
+                    "file": str(result.source),
+                    "sha256": result.source_sha256,
+                    **provenance,
+                },
+            )
+            store.write_json_atomic(run_dir / "manifest.json", manifest)
+            writer = store.RunWriter(run_dir)
+            writer.write_cases(cases)
+            writer.write(
+                [s for s, _ in self.rows], [(s, r) for s, checks in self.rows for r in checks]
+            )
+            result.written.append(run_dir)
+            record = json.dumps(result.record(), indent=2) + "\n"
+            (run_dir / RECORD).write_text(record, encoding="utf-8")
         return result

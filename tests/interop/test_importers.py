@@ -222,7 +222,7 @@ def test_openai_evals_readme_samples(eval_class, check, tmp_path) -> None:
         ),
         (
             ["import", "promptfoo-results", "{tmp}/not-a-row.json"],
-            "results[1] must be an object; got 'oops'",
+            "results[1] must be an object; got text 'oops'",
         ),
     ],
 )
