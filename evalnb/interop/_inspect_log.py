@@ -84,18 +84,18 @@ _USAGE = {"input_tokens": COUNT, "output_tokens": COUNT, "total_tokens": COUNT}
 
 def _checked_header(header: Any, where: str) -> dict[str, Any]:
     """The log's header, its ``eval`` spec, ``stats`` and scorers of the shapes read."""
-    fields(header, _HEADER, where, name="the log's header")
+    checked = fields(header, _HEADER, where, name="the log's header")
     fields(header.get("eval") or {}, _SPEC, where, prefix="eval.")
     fields(header.get("stats") or {}, _STATS, where, prefix="stats.")
     scorers = (header.get("eval") or {}).get("scorers")
     for i, scorer in enumerate(objects(scorers, where, "eval.scorers")):
         fields(scorer, {"name": TEXT}, where, prefix=f"eval.scorers[{i}].")
-    return header
+    return checked
 
 
 def _checked_sample(sample: Any, where: str) -> dict[str, Any]:
     """One sample whose fields are of the shapes read (see ``_SAMPLE``)."""
-    fields(sample, _SAMPLE, where, name="a sample", required=("id",))
+    checked = fields(sample, _SAMPLE, where, name="a sample", required=("id",))
     if isinstance(sample.get("input"), list):
         objects(sample["input"], where, "input")
     objects(sample.get("messages"), where, "messages")
@@ -108,7 +108,7 @@ def _checked_sample(sample: Any, where: str) -> dict[str, Any]:
     fields(output.get("usage") or {}, _USAGE, where, prefix="output.usage.")
     for i, choice in enumerate(objects(output.get("choices"), where, "output.choices")):
         fields(choice, _CHOICE, where, prefix=f"output.choices[{i}].")
-    return sample
+    return checked
 
 
 #: A log as read: its header and, in file order, ``(where, sample)``.
