@@ -23,7 +23,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -331,6 +331,21 @@ class _Session:
         self.tally = Tally((v.name for v in self.variants), self.budget.prices)
         self.started = now()
 
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[None]:
+        """A run directory removed while the run writes it ends in one StoreError naming
+        it, not in a traceback from deep inside the writer."""
+        try:
+            yield
+        except FileNotFoundError as exc:
+            path = getattr(self, "path", None)
+            if path is None or path.is_dir():
+                raise
+            raise StoreError(
+                f"{path}: the run directory was removed while the run was writing it; "
+                "the samples not yet saved there are lost"
+            ) from exc
+
     @contextlib.asynccontextmanager
     async def open(
         self, out: str | os.PathLike[str] | None, *, resume: bool, overwrite: bool
@@ -619,11 +634,12 @@ async def arun(
         prices=prices,
         cache=cache,
     )
-    async with session.open(out, resume=resume, overwrite=overwrite):
-        try:
-            await session.execute(timeout, canonical, progress, flush_every, flush_seconds)
-        finally:
-            session.finish()
+    with session.kept():
+        async with session.open(out, resume=resume, overwrite=overwrite):
+            try:
+                await session.execute(timeout, canonical, progress, flush_every, flush_seconds)
+            finally:
+                session.finish()
     return session.result()
 
 

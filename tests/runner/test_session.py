@@ -198,3 +198,31 @@ def test_the_runner_loads_the_reading_side_only_to_read(tmp_path: Path) -> None:
         f"out={str(tmp_path / 'run')!r}, progress=False)"
     )
     assert "pyarrow.parquet" in fresh and "pyarrow.dataset" not in fresh
+
+
+def test_a_run_directory_removed_under_the_run_is_one_store_error(tmp_path: Path) -> None:
+    import shutil
+
+    import evalnb
+    from evalnb import StoreError
+
+    out = tmp_path / "gone"
+
+    def answer(prompt: str) -> str:
+        if out.exists() and any((out / "samples").glob("*.parquet")):
+            shutil.rmtree(out)  # the first part is saved: a tmp cleaner takes the folder
+        return "fine"
+
+    cases = [evalnb.Case(f"c{i}", prompt=f"question {i}") for i in range(40)]
+    with pytest.raises(StoreError) as caught:
+        evalnb.run(
+            cases,
+            evalnb.Function(answer, threaded=False),
+            out=out,
+            flush_every=5,
+            concurrency=1,
+            progress=False,
+        )
+    message = str(caught.value)
+    assert message.startswith(f"{out}: the run directory was removed while the run was writing")
+    assert "\n" not in message
