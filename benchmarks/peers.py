@@ -147,7 +147,7 @@ QUIET = {
 
 
 def median(values) -> float:
-    # Not the statistics module: benchmarks/statistics.py shadows it when a script here runs.
+    # Not the statistics module: benchmarks/coverage.py shadows it when a script here runs.
     return float(np.median(list(values)))
 
 

@@ -71,7 +71,7 @@ print(json.dumps({"imports": imported - started, "work": done - imported, "bytes
 
 
 def median(values) -> float:
-    # Not the statistics module: benchmarks/statistics.py shadows it when a script here runs.
+    # Not the statistics module: benchmarks/coverage.py shadows it when a script here runs.
     return float(np.median(list(values)))
 
 

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from evalnb._exceptions import ArgumentError
+from evalnb._prices import load_prices
 from evalnb.analysis import _args
 from evalnb.analysis._frames import Run
-from evalnb.runner._prices import load_prices
 
 __all__ = ["costs", "load_prices"]
 

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from evalnb._exceptions import ArgumentError, EvalnbError
+from evalnb._prices import Prices
 from evalnb.analysis import _args
 from evalnb.analysis._cost import costs
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._runs import WORSE, compare_runs
 from evalnb.analysis._suite import suite_rate
-from evalnb.runner._prices import Prices
 
 __all__ = ["BETTER", "UNCHANGED", "history", "run_dirs"]
 

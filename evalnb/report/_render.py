@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalnb._prices import Prices
 from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._agreement import agreement
@@ -37,7 +38,6 @@ from evalnb.analysis._rates import rates
 from evalnb.analysis._story import p_phrase, story
 from evalnb.analysis._suite import suite_rate
 from evalnb.analysis._tally import ALL
-from evalnb.runner._prices import Prices
 
 __all__ = [
     "markdown_table",

@@ -15,8 +15,8 @@ from typing import Any
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_whole
+from evalnb._prices import Prices, price_table, sample_cost
 from evalnb._types import Sample
-from evalnb.runner._prices import Prices, price_table, sample_cost
 
 __all__ = ["Budget"]
 

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from evalnb import store
+from evalnb._prices import Prices, sample_cost
 from evalnb._secrets import redact
 from evalnb._types import CheckResult, Sample
 from evalnb.runner._budget import Budget
-from evalnb.runner._prices import Prices, sample_cost
 
 __all__ = ["RunResult", "Tally"]
 

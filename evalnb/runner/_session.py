@@ -33,6 +33,7 @@ from evalnb import store
 from evalnb._evidence import canonical_answer, evidence_from
 from evalnb._exceptions import ArgumentError, StoreError, TargetError
 from evalnb._numbers import is_whole
+from evalnb._prices import Prices
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases._files import file_sha256, load_cases
 from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases, checks_for
@@ -40,7 +41,6 @@ from evalnb.runner._blocking import blocking
 from evalnb.runner._budget import Budget
 from evalnb.runner._judging import judging, require_judge
 from evalnb.runner._manifest import check_resume, check_same_target, new_manifest, now
-from evalnb.runner._prices import Prices
 from evalnb.runner._result import RunResult, Tally
 from evalnb.targets import CountingTarget, Target
 from evalnb.targets._cache import ResponseCache

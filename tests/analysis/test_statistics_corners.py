@@ -1,7 +1,7 @@
 """Issue 17, findings 1-8: the statistics at the corners where small eval suites live.
 
 Each test reproduces a finding (it fails on the code before the fix) with a seeded
-simulation or a pinned example; the full tables are in benchmarks/statistics.py.
+simulation or a pinned example; the full tables are in benchmarks/coverage.py.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def test_one_draw_per_case_is_binomial_over_cases() -> None:
 def test_beta_binomial_coverage_quick(
     cases: int, repeats: int, shape: tuple[float, float], lowest: float
 ) -> None:
-    """Seeded quick rows of benchmarks/statistics.py: the 95% interval covers the mean."""
+    """Seeded quick rows of benchmarks/coverage.py: the 95% interval covers the mean."""
     rng = np.random.default_rng(cases * 100 + repeats)
     truth = shape[0] / sum(shape)
     k = rng.binomial(repeats, rng.beta(*shape, size=(600, cases)))

@@ -95,7 +95,7 @@ def test_one_sample_per_case_is_the_textbook_ppi_estimate() -> None:
 
 
 def test_ppi_coverage_and_gain_quick() -> None:
-    """Seeded quick row of benchmarks/statistics.py: 30 cases x 5 repeats, a fifth of the
+    """Seeded quick row of benchmarks/coverage.py: 30 cases x 5 repeats, a fifth of the
     samples reviewed, a judge biased upwards. The judge alone misses the human rate; PPI
     covers it about 95% of the time and is narrower than the verdicts alone."""
     rng = np.random.default_rng(5)

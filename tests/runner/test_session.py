@@ -16,12 +16,12 @@ import pytest
 
 import evalnb
 from evalnb import ArgumentError, Case, Completion, Function, Unscored
+from evalnb._prices import price_table
 from evalnb._types import Request, Sample
 from evalnb.checks._judge import JUDGE
 from evalnb.runner import _session
 from evalnb.runner._budget import Budget
 from evalnb.runner._judging import judging, require_judge
-from evalnb.runner._prices import price_table
 from evalnb.runner._result import Tally
 from evalnb.store import read_manifest
 

@@ -21,8 +21,8 @@ so the numbers are those functions' behaviour, not a re-implementation's.
 
 Reproduce (a few minutes on 2 cores)::
 
-    .venv/bin/python benchmarks/statistics.py                  # 1,000 experiments a row
-    .venv/bin/python benchmarks/statistics.py --experiments 200 # a quick look
+    .venv/bin/python benchmarks/coverage.py                  # 1,000 experiments a row
+    .venv/bin/python benchmarks/coverage.py --experiments 200 # a quick look
 """
 
 from __future__ import annotations
