@@ -125,7 +125,7 @@ def main() -> None:
         before = tmp / "report_before.py"
         before.write_text(
             subprocess.run(
-                ["git", "show", f"{args.before}:evalnb/report/_render.py"],
+                ["git", "show", f"{args.before}:evalnb/report.py"],
                 check=True,
                 capture_output=True,
                 text=True,
