@@ -17,7 +17,7 @@ from evalnb.cases._experiment import load_experiment, parse_value, parse_variant
 from evalnb.cases.suites import PREFIX, resolve
 from evalnb.cli._ci import show_progress
 from evalnb.cli._common import UsageError, interrupts_once
-from evalnb.runner._session import run
+from evalnb.runner import run
 from evalnb.targets import Command, OpenAIChat, Target
 from evalnb.targets._containment import Containment
 

@@ -31,7 +31,7 @@ from evalnb.cases import suites
 from evalnb.targets._openai import OpenAIChat
 
 if TYPE_CHECKING:
-    from evalnb.runner._session import RunResult
+    from evalnb.runner import RunResult
 
 
 from evalnb._numbers import is_number, is_whole
@@ -423,7 +423,7 @@ def run_experiment(
     :class:`~evalnb.RunResult`.
     """
     from evalnb.cases._experiment import load_experiment
-    from evalnb.runner._session import run
+    from evalnb.runner import run
 
     if experiment is None:
         experiment = suites.path(model_spec(DEFAULT_MODEL if model is None else model).experiment)
