@@ -21,14 +21,21 @@ __all__ = [
     "redact",
     "redact_json",
     "register",
+    "secret_env",
     "secret_env_name",
+    "withhold",
 ]
 
 REDACTED = "[redacted]"
 #: Secrets shorter than this are not redacted: they would match ordinary text everywhere.
 MIN_LENGTH = 4
-#: Environment variable names that hold secrets by convention.
-_SECRET_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|passw(or)?d|credential)")
+#: Environment variable names that hold secrets by convention: ``*API_KEY*``, ``*TOKEN*``,
+#: ``*SECRET*``, ``*PASSWORD*``, ``*CREDENTIAL*``, ``*_KEY`` (``OPENAI_KEY``) and ``*KEY_ID*``
+#: (``AWS_ACCESS_KEY_ID``), in any case.
+_SECRET_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|passw(or)?d|credential|key_id|(^|_)key$)")
+#: A withheld value shorter than this is not redacted: ``TOKENIZERS_PARALLELISM=false`` is
+#: withheld by its name, but "false" is everywhere in stored JSON.
+MIN_WITHHELD_LENGTH = 8
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -91,8 +98,35 @@ def public_url(url: str) -> str:
 
 
 def secret_env_name(name: str) -> bool:
-    """Whether an environment variable's name says it holds a secret (``OPENAI_API_KEY``)."""
+    """Whether an environment variable's name says it holds a secret (``OPENAI_API_KEY``,
+    ``OPENAI_KEY``, ``AWS_ACCESS_KEY_ID``)."""
     return bool(_SECRET_NAME.search(name))
+
+
+def secret_env(name: str, value: str) -> bool:
+    """Whether an environment variable holds a secret: by its name (:func:`secret_env_name`),
+    or as a URL that carries user info (``DB_URL=postgres://u:PASSWORD@host/db``)."""
+    return secret_env_name(name) or _has_userinfo(value)
+
+
+def withhold(value: str) -> None:
+    """Redact a withheld variable's value from everything stored (and the password of a URL
+    in it), so it stays out even when it reaches a sample another way; values shorter than
+    :data:`MIN_WITHHELD_LENGTH` are ordinary words and are left alone."""
+    if _has_userinfo(value):
+        public_url(value)
+    if len(value) >= MIN_WITHHELD_LENGTH:
+        register(value)
+
+
+def _has_userinfo(value: str) -> bool:
+    if "://" not in value or "@" not in value:
+        return False
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError:
+        return True  # unparsable, but it looks like credentials: withhold it
+    return bool(parts.username or parts.password)
 
 
 def _any_form(secret: str) -> str:

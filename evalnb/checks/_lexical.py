@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
+from collections.abc import Awaitable
 from typing import Any, cast
 
 import regex
@@ -147,11 +151,22 @@ def _seconds(value: Any) -> float:
 REGEX_TIMEOUT = 2.0
 
 
+#: How long a search may hold the event loop before it moves to a thread of its own: an
+#: ordinary pattern answers well within it; a slow one costs the loop this much at most.
+INLINE_SECONDS = 0.005
+#: What a search's thread may take past the timeout to hand its answer back.
+_REPORT_SECONDS = 0.25
+
+
 @register
 class Regex(SpecCheck):
-    """The answer matches ``pattern`` somewhere (a search with the ``regex`` package, which
-    gives up after ``timeout`` seconds: a catastrophic pattern such as ``(a+)+$`` fails the
-    check instead of hanging the run)."""
+    """The answer matches ``pattern`` somewhere (a search with the ``regex`` package).
+
+    The search gives up after ``timeout`` seconds of wall-clock time: a catastrophic
+    pattern such as ``(a|aa)+$`` fails the check, saying it timed out, instead of hanging
+    the run. A search that is not done within a few milliseconds goes on in a thread of
+    its own (the ``regex`` package lets go of the GIL meanwhile), so the event loop and the
+    other samples go on while it runs."""
 
     type = "regex"
     required = {"pattern": _pattern}
@@ -165,11 +180,64 @@ class Regex(SpecCheck):
     def label(self) -> str:
         return str(self.values["pattern"])
 
-    def __call__(self, sample: Sample) -> str | None:
+    def __call__(self, sample: Sample) -> str | Awaitable[str | None] | None:
+        answer = sample.answer or ""
         try:
-            found = self.compiled.search(sample.answer or "", timeout=self.timeout)
+            asyncio.get_running_loop()
+        except RuntimeError:  # called outside any event loop: nothing else to hold up
+            return self._search(answer, self.timeout)
+        if self.timeout <= INLINE_SECONDS:
+            return self._search(answer, self.timeout)
+        try:
+            found = self.compiled.search(answer, timeout=INLINE_SECONDS)
         except TimeoutError:
-            return f"gave up after {self.timeout:g} s: /{self.values['pattern']}/ is too slow here"
+            return self._off_the_loop(answer)
+        return self._verdict(found)
+
+    def _search(self, answer: str, timeout: float) -> str | None:
+        try:
+            found = self.compiled.search(answer, timeout=timeout, concurrent=True)
+        except TimeoutError:
+            return self._timed_out()
+        return self._verdict(found)
+
+    async def _off_the_loop(self, answer: str) -> str | None:
+        """The whole search again, on a daemon thread of its own (never a pool's, where
+        slow searches would queue up the quick ones), awaited without blocking."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[str | None] = loop.create_future()
+
+        def settle(value: str | None, error: BaseException | None) -> None:
+            if done.done():
+                return
+            if error is None:
+                done.set_result(value)
+            else:
+                done.set_exception(error)
+
+        def work() -> None:
+            try:
+                value, error = self._search(answer, self.timeout), None
+            except BaseException as exc:  # handed to the awaiting task
+                value, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop ended while it ran on
+                loop.call_soon_threadsafe(settle, value, error)
+
+        threading.Thread(target=work, name="evalnb-regex", daemon=True).start()
+        try:
+            # The deadline in wall-clock time, whatever the package's own timeout makes of
+            # a busy machine; the search itself ends at that timeout, unawaited.
+            return await asyncio.wait_for(done, self.timeout + _REPORT_SECONDS)
+        except TimeoutError:
+            return self._timed_out()
+
+    def _timed_out(self) -> str:
+        return (
+            f"gave up after {self.timeout:g} s: timed out, /{self.values['pattern']}/ "
+            "is too slow on this answer"
+        )
+
+    def _verdict(self, found: Any) -> str | None:
         if found:
             return None
         return f"does not match /{self.values['pattern']}/"

@@ -37,8 +37,19 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from evalnb._exceptions import ArgumentError, CasesError
+from evalnb.cases._files import expanded_nodes  # the YAML node budget, shared with cases files
 
-__all__ = ["GiB", "KiB", "Limits", "MiB", "Sources", "ZipMembers", "parse_size", "size_text"]
+__all__ = [
+    "GiB",
+    "KiB",
+    "Limits",
+    "MiB",
+    "Sources",
+    "ZipMembers",
+    "expanded_nodes",
+    "parse_size",
+    "size_text",
+]
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -360,54 +371,3 @@ class ZipMembers:
         self.inflated += got
         self.sources.spend(got, f"{self.path}: member {name!r}")
         return b"".join(chunks)
-
-
-def expanded_nodes(root: Any, limit: int, where: str, *, aliases: bool = True) -> int:
-    """How many nodes the YAML node graph ``root`` stands for, each alias counted as the
-    nodes it repeats; stops past ``limit``. An alias inside the node it names (recursive
-    YAML) is a :class:`~evalnb.CasesError` placed by ``where`` (the file) and its line.
-    ``aliases=False`` (a document without an anchor) counts the tree ten times faster."""
-    if not aliases:
-        count, nodes = 0, [root]
-        while nodes:
-            count += 1
-            nodes += _children(nodes.pop())
-        return count
-    sizes: dict[int, int] = {}
-    open_nodes: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        key = id(node)
-        children = _children(node)
-        if done:
-            open_nodes.discard(key)
-            size = 1 + sum(sizes[id(child)] for child in children)
-            sizes[key] = size
-            if size > limit:
-                return size
-            continue
-        if key in sizes:
-            continue
-        if key in open_nodes:
-            raise CasesError(
-                f"{where}:{node.start_mark.line + 1}: an alias refers to a node that holds it; "
-                "recursive YAML is not read"
-            )
-        open_nodes.add(key)
-        stack.append((node, True))
-        stack += [(child, False) for child in children if id(child) not in sizes]
-    return sizes[id(root)]
-
-
-def _children(node: Any) -> list[Any]:
-    value = node.value
-    if not isinstance(value, list):
-        return []
-    out: list[Any] = []
-    for item in value:
-        if isinstance(item, tuple):
-            out += item
-        else:
-            out.append(item)
-    return out

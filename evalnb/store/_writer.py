@@ -1,11 +1,22 @@
-"""Writing samples and check results as committed Parquet parts."""
+"""Writing samples and check results as committed Parquet parts.
+
+One sample that cannot be stored never costs the others their flush: when a batch does not
+convert to the schema, each sample is converted alone and one that fails is stored as an
+incomplete ``malformed`` sample whose ``error`` names the field and what was found there
+(its key, order, time and prompt kept, its evidence dropped), and its applicable checks as
+failed ``incomplete sample: malformed``. The key is then written, so a resume does not ask it
+again and the denominators still count it. Only a sample whose key itself cannot be stored
+is left out (with a warning naming it): a resume asks it again.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
 import secrets
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,14 +91,30 @@ class RunWriter:
 
     def write(
         self, samples: Sequence[Sample], checks: Sequence[tuple[Sample, CheckResult]]
-    ) -> None:
-        """Write one batch: its checks part, then its samples part (the commit)."""
+    ) -> tuple[list[Sample], list[tuple[Sample, CheckResult]]]:
+        """Write one batch: its checks part, then its samples part (the commit).
+
+        Returns the samples and check results as stored: the same unless one could not be
+        stored as given (see the module's docstring)."""
         if not samples:
-            return
+            return [], []
+        try:
+            sample_part = samples_table(samples)
+        except _UNSTORABLE:
+            samples, checks = _isolate(samples, checks)
+            if not samples:
+                return [], []
+            sample_part = samples_table(samples)
+        try:
+            check_part = checks_table(checks)
+        except _UNSTORABLE:
+            checks = [(sample, _storable_result(result)) for sample, result in checks]
+            check_part = checks_table(checks)
         name = f"part-{self.token}-{self.sequence:06d}.parquet"
         self.sequence += 1
-        self._write("checks", checks_table(checks), name)
-        self._write("samples", samples_table(samples), name)
+        self._write("checks", check_part, name)
+        self._write("samples", sample_part, name)
+        return list(samples), list(checks)
 
     def write_cases(self, cases: Sequence[Any]) -> None:
         """Write the case definitions as ``cases/part-<token>.parquet`` (once, as a run
@@ -115,6 +142,94 @@ def samples_table(samples: Sequence[Sample]) -> pa.Table:
         convert = _CONVERT.get(name)
         columns[name] = [convert(v) for v in values] if convert else values
     return _redacted(pa.Table.from_pydict(columns, schema=SAMPLES_SCHEMA))
+
+
+#: What pyarrow raises for a value that does not fit its column.
+_UNSTORABLE = (pa.ArrowException, TypeError, ValueError, OverflowError)
+
+#: The fields a sample keeps when it is stored as ``malformed``.
+_KEPT = ("run_id", "case_id", "variant", "repeat", "order", "started_at", "latency_ms")
+
+
+def _problem(sample: Sample) -> str | None:
+    """Which field of ``sample`` does not fit the samples schema, and why (``None``: all do)."""
+    for name in SAMPLES_SCHEMA.names:
+        value = getattr(sample, name)
+        convert = _CONVERT.get(name)
+        try:
+            pa.array([convert(value) if convert else value], SAMPLES_SCHEMA.field(name).type)
+        except (*_UNSTORABLE, AttributeError) as exc:
+            found = type(value).__name__
+            return f"field {name!r} ({found}) does not fit {SAMPLES_SCHEMA.field(name).type}: {exc}"
+    return None
+
+
+def _isolate(
+    samples: Sequence[Sample], checks: Sequence[tuple[Sample, CheckResult]]
+) -> tuple[list[Sample], list[tuple[Sample, CheckResult]]]:
+    """The batch with each sample that cannot be stored made ``malformed`` (its applicable
+    checks failed), or left out when even its key cannot be stored."""
+    kept: list[Sample] = []
+    replaced: dict[int, Sample | None] = {}
+    for sample in samples:
+        problem = _problem(sample)
+        if problem is None:
+            kept.append(sample)
+            continue
+        stand_in = _malformed(sample, problem)
+        replaced[id(sample)] = stand_in
+        if stand_in is None:
+            warnings.warn(
+                f"sample {sample.case_id!r}/{sample.variant!r}/{sample.repeat!r} not stored "
+                f"(a resume asks it again): {problem}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        else:
+            kept.append(stand_in)
+    results: list[tuple[Sample, CheckResult]] = []
+    for sample, result in checks:
+        if id(sample) not in replaced:
+            results.append((sample, result))
+        elif (stand_in := replaced[id(sample)]) is not None:
+            results.append((stand_in, _failed_result(result, stand_in.status)))
+    return kept, results
+
+
+def _malformed(sample: Sample, problem: str) -> Sample | None:
+    stand_in = Sample(
+        **{name: getattr(sample, name) for name in _KEPT},
+        status="malformed",
+        error=f"could not be stored: {problem}"[:2000],
+        answer=None,
+        prompt=sample.prompt if isinstance(sample.prompt, str) else "",
+        request=None,
+        response=None,
+    )
+    return stand_in if _problem(stand_in) is None else None
+
+
+def _failed_result(result: CheckResult, status: str) -> CheckResult:
+    """A check result on a sample stored as incomplete: failed where it applied."""
+    if result.outcome is None:
+        return result
+    score = None if result.score is None else 0.0
+    detail = f"incomplete sample: {status}"
+    return dataclasses.replace(result, outcome=False, score=score, detail=detail, evidence=None)
+
+
+def _storable_result(result: CheckResult) -> CheckResult:
+    """``result`` if it fits the checks schema, else failed with a detail saying why."""
+    try:
+        for name in ("check", "type", "outcome", "score", "detail", "evidence"):
+            column = "check_type" if name == "type" else name
+            pa.array([getattr(result, name)], CHECKS_SCHEMA.field(column).type)
+    except _UNSTORABLE as exc:
+        detail = f"check result could not be stored: field {name!r}: {exc}"[:2000]
+        name = result.check if isinstance(result.check, str) else repr(result.check)
+        kind = result.type if isinstance(result.type, str) else repr(result.type)
+        return CheckResult(name, kind, False, detail, None, None)
+    return result
 
 
 def checks_table(rows: Sequence[tuple[Sample, CheckResult]]) -> pa.Table:

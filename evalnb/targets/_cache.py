@@ -1,16 +1,21 @@
 """A development cache: an :class:`OpenAIChat` target's completions kept on disk.
 
 Off by default (``run(cache=DIR)``, ``evalnb run --cache DIR``). An entry is keyed by the
-exact request body the target posts *and the repeat index*: repeat 3 of a case is served
-repeat 3's stored draw, so repeats stay separate draws of the model, as they were when
-they were first asked. The base URL is not part of the key (a local server may come back
-on another port): keep one cache per model server.
+case id, the variant name, the repeat index *and* the exact request body the target posts:
+each (case, variant, repeat) is served its own stored draw, so repeats, two cases with one
+prompt, and two variants that send the same request (an A/A comparison) stay independent
+draws of the model, as they were when they were first asked; a changed request is a new
+entry. The base URL is not part of the key (a local server may come back on another port):
+keep one cache per model server.
 
 What is stored is what the sample stores: the answer, usage, the request body and the
 response body. The cache never sees the headers (the API key travels only there), and the
 value of the target's API key variable is removed from an entry before it is written,
 should a server echo it. Entries are private files (``0600`` in ``0700`` folders), written
-under a temporary name and renamed; an entry that cannot be read is asked again.
+under a temporary name and renamed. Every entry is type-checked as it is read: one that
+cannot be read, or whose fields are not what a completion holds (an answer that is not a
+string, a token count that is negative or not a whole number, ...), is a miss: the request
+is asked again and the entry overwritten, so a damaged cache never reaches the samples.
 """
 
 from __future__ import annotations
@@ -30,7 +35,12 @@ from evalnb.targets._openai import OpenAIChat
 __all__ = ["ResponseCache"]
 
 #: The layout of an entry; an entry of another version is a miss.
-VERSION = 1
+VERSION = 2
+
+#: Each optional field of a stored completion and the types it may hold (``None`` aside).
+_OPTIONAL_TEXT = ("model", "finish_reason", "stdout", "stderr", "trace")
+_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens", "exit_code")
+_FLAGS = ("stdout_truncated", "stderr_truncated", "trace_truncated")
 
 
 class ResponseCache:
@@ -50,19 +60,25 @@ class ResponseCache:
         self.directory = Path(directory)
         self.hits = 0
         self.misses = 0
+        #: Entries found but refused on reading (damaged or of the wrong types); each is
+        #: also a miss.
+        self.rejected = 0
 
     def key(self, request: Request) -> str:
-        """SHA-256 of the repeat index and the exact body :class:`OpenAIChat` posts."""
+        """SHA-256 of the case id, the variant name, the repeat index and the exact body
+        :class:`OpenAIChat` posts."""
         body = json.dumps(self.target._body(request), ensure_ascii=False)
-        return hashlib.sha256(f"repeat {request.repeat}\n{body}".encode()).hexdigest()
+        head = json.dumps([request.case.id, request.variant.name, request.repeat])
+        return hashlib.sha256(f"{head}\n{body}".encode()).hexdigest()
 
     async def complete(self, request: Request) -> Completion:
         key = self.key(request)
         path = self.directory / key[:2] / f"{key}.json"
         stored = _read(path, key)
-        if stored is not None:
+        if isinstance(stored, Completion):
             self.hits += 1
             return stored
+        self.rejected += stored
         try:
             completion = await self.target.complete(request)
         except TargetError as exc:
@@ -75,8 +91,13 @@ class ResponseCache:
         return dataclasses.replace(completion, cached=False)
 
     def record(self) -> dict[str, Any]:
-        """What the manifest says of the cache."""
-        return {"path": str(self.directory), "hits": self.hits, "misses": self.misses}
+        """What the manifest says of the cache (``rejected``: entries refused on reading and
+        asked again, when there were any)."""
+        record: dict[str, Any] = {"path": str(self.directory), "hits": self.hits}
+        record["misses"] = self.misses
+        if self.rejected:
+            record["rejected"] = self.rejected
+        return record
 
     def _write(self, path: Path, entry: dict[str, Any]) -> None:
         text = json.dumps(entry, ensure_ascii=False)
@@ -97,14 +118,62 @@ def _fields(completion: Completion) -> dict[str, Any]:
     return fields
 
 
-def _read(path: Path, key: str) -> Completion | None:
+def _read(path: Path, key: str) -> Completion | int:
+    """The stored completion, or how many entries were refused (0: none stored, 1: an entry
+    of this version that is damaged or of the wrong types)."""
     try:
         entry = json.loads(path.read_text(encoding="utf-8"))
-        if entry.get("version") != VERSION or entry.get("key") != key:
-            return None
-        fields = dict(entry["completion"])
-        fields["tool_calls"] = tuple(ToolCall(**call) for call in fields.get("tool_calls") or ())
-        # Nothing was sent this time: no retries were made.
-        return Completion(**{**fields, "retries": 0, "cached": True})
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except FileNotFoundError:
+        return 0
+    except (OSError, ValueError):
+        return 1
+    if not isinstance(entry, dict) or entry.get("version") != VERSION or entry.get("key") != key:
+        return 1
+    fields = _checked(entry.get("completion"))
+    if fields is None:
+        return 1
+    # Nothing was sent this time: no retries were made.
+    return Completion(**{**fields, "retries": 0, "cached": True})
+
+
+def _checked(stored: Any) -> dict[str, Any] | None:
+    """The fields of a stored completion, or ``None`` when any is not what a completion
+    holds: the entry is then a miss rather than a sample the Parquet flush cannot store."""
+    if (
+        not isinstance(stored, dict)
+        or set(stored) - _FIELDS
+        or not isinstance(stored.get("text"), str)
+    ):
         return None
+    fields = dict(stored)
+    if not all(
+        fields.get(name) is None or isinstance(fields[name], str) for name in _OPTIONAL_TEXT
+    ):
+        return None
+    for name in _COUNTS:
+        value = fields.get(name)
+        low = -(2**31) if name == "exit_code" else 0
+        if value is not None and (type(value) is not int or not low <= value < 2**63):
+            return None
+    if not all(isinstance(fields.get(name, False), bool) for name in _FLAGS):
+        return None
+    if fields.get("facts") is not None and not isinstance(fields["facts"], dict):
+        return None
+    calls = fields.get("tool_calls") or []
+    if not isinstance(calls, list) or not all(_is_call(call) for call in calls):
+        return None
+    fields["tool_calls"] = tuple(ToolCall(**call) for call in calls)
+    return fields
+
+
+def _is_call(call: Any) -> bool:
+    return (
+        isinstance(call, dict)
+        and set(call) == {"id", "name", "arguments"}
+        and (call["id"] is None or isinstance(call["id"], str))
+        and isinstance(call["name"], str)
+        and isinstance(call["arguments"], str)
+    )
+
+
+_FIELDS = {f.name for f in dataclasses.fields(Completion)} - {"cached"}

@@ -2,14 +2,19 @@
 
 Each sample gets a fresh temporary directory, removed afterwards whatever happens::
 
-    evalnb-<random>/
+    evalnb-<runner pid>-<random>/
       workspace/          the process's working directory, holding the case's fixtures
       io/request.json     what to answer (case_id, variant, repeat, messages, prompt, params)
       io/trace.jsonl      where the harness may write a JSONL trace
 
 The process reads nothing from stdin (it is at end of file, so nothing can approve an
 action) and runs in its own process group, which is killed as a whole when the sample
-ends, so no helper it started outlives the sample.
+ends, so no helper it started outlives the sample. Should the runner die, even by SIGKILL,
+the process gets SIGKILL from the kernel on Linux (``PR_SET_PDEATHSIG``), and a small
+watchdog process, which sees the runner's end as the end of a pipe, kills its whole process
+group. A sample directory left behind by a runner that was killed is removed when the next
+:class:`Command` starts its first sample (a directory whose runner's PID is alive, or that
+another user owns, is left alone).
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from typing import Any
 from evalnb._evidence import parse_trace
 from evalnb._exceptions import ArgumentError, TargetError
 from evalnb._numbers import is_number, is_whole
-from evalnb._secrets import register, secret_env_name
+from evalnb._process import die_with_parent, pid_alive, watchdog
+from evalnb._secrets import register, secret_env, withhold
 from evalnb._types import Case, Completion, Request
 from evalnb.cases._files import file_sha256
 
@@ -44,6 +50,10 @@ __all__ = ["Command"]
 _DRAIN_SECONDS = 2.0
 
 _PLACEHOLDER = re.compile(r"\{(request|trace|workspace|prompt)\}")
+
+#: A sample directory's name: ``evalnb-<pid of the runner that made it>-<random>``.
+_PREFIX = "evalnb-"
+_SAMPLE_DIR = re.compile(r"evalnb-(\d+)-[A-Za-z0-9_]+")
 
 Setup = Callable[[Path, Path, Request], Awaitable[None] | None]
 Inspect = Callable[[Path, Path, Request, Completion], Any]
@@ -58,9 +68,12 @@ class Command:
     alone). The process also finds them in ``EVALNB_REQUEST``, ``EVALNB_TRACE`` and
     ``EVALNB_WORKSPACE``, next to ``EVALNB_CASE_ID``, ``EVALNB_VARIANT`` and
     ``EVALNB_REPEAT``; ``env`` is merged over the parent environment, from which
-    variables named like secrets (``OPENAI_API_KEY``, ``*_TOKEN``, ``*_SECRET``,
-    ``*PASSWORD*``) are left out unless named in ``pass_env``. Request params are only in
-    ``request.json``.
+    secrets are left out unless named in ``pass_env``: variables named like secrets
+    (``OPENAI_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``, ``*CREDENTIAL*``,
+    ``*_KEY``, ``*KEY_ID*``) and any whose value is a URL with user info
+    (``DB_URL=postgres://u:pw@host/db``). The values of both, passed or withheld, are
+    redacted from everything stored (a withheld value of fewer than 8 characters is left
+    alone: it is an ordinary word). Request params are only in ``request.json``.
 
     The process runs in the workspace, so give a script as an absolute path;
     ``describe()`` records the SHA-256 of the executable and of every absolute file
@@ -135,9 +148,13 @@ class Command:
         self.setup = setup
         self.inspect = inspect
         self.require_trace = require_trace
+        self._swept = False
 
     async def complete(self, request: Request) -> Completion:
-        tmpdir = Path(tempfile.mkdtemp(prefix="evalnb-"))
+        if not self._swept:
+            self._swept = True
+            sweep_stale_workspaces()
+        tmpdir = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
         try:
             return await self._run(tmpdir, request)
         finally:
@@ -171,9 +188,18 @@ class Command:
         }
 
     def _environ(self) -> dict[str, str]:
-        """The parent's environment without its secrets (unless passed), then ``env``."""
+        """The parent's environment without its secrets (unless passed), then ``env``;
+        every secret's value, passed or withheld, is registered for redaction."""
         passed = set(self.pass_env)
-        inherited = {k: v for k, v in os.environ.items() if k in passed or not secret_env_name(k)}
+        inherited = {}
+        for name, value in os.environ.items():
+            if name in passed:
+                register(value)
+                inherited[name] = value
+            elif secret_env(name, value):
+                withhold(value)
+            else:
+                inherited[name] = value
         return {**inherited, **self.env}
 
     async def _run(self, tmpdir: Path, request: Request) -> Completion:
@@ -244,6 +270,7 @@ class Command:
                 cwd=workspace,
                 env=env,
                 start_new_session=True,
+                preexec_fn=die_with_parent(),
             )
         except (OSError, ValueError) as exc:
             raise TargetError(
@@ -251,6 +278,10 @@ class Command:
                 partial=Completion(text="", request=payload),
             ) from exc
 
+        # The process group id is the pid: start_new_session made it a leader. Should the
+        # runner die, the watchdog kills the group (the harness's own children too).
+        group = transport.get_pid()
+        watchdog().watch(group)
         # The low-level protocol API, because Process.wait() in Python 3.11 also waits
         # for the pipes to close, which a leftover grandchild can delay forever.
         timed_out = False
@@ -261,8 +292,8 @@ class Command:
             except TimeoutError:
                 timed_out = True
         finally:
-            # The process group id is the pid: start_new_session made it a leader.
-            _kill_group(transport.get_pid())
+            _kill_group(group)
+            watchdog().release(group)
             try:
                 async with asyncio.timeout(_DRAIN_SECONDS):
                     await harness.exited.wait()
@@ -363,6 +394,29 @@ def _write_fixtures(workspace: Path, case: Case) -> None:
             path.write_text(content, "utf-8")
         except OSError as exc:
             raise TargetError(f"case {case.id!r}: cannot write fixture {name!r}: {exc}") from exc
+
+
+def sweep_stale_workspaces(folder: str | None = None) -> list[Path]:
+    """Remove the sample directories in ``folder`` (the temporary folder) that a runner
+    no longer alive left behind; return them. Only this user's directories are touched."""
+    root = Path(folder or tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _SAMPLE_DIR.fullmatch(entry.name)
+        if match is None or pid_alive(int(match.group(1))):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            _remove_tree(Path(entry.path))
+            removed.append(Path(entry.path))
+    return removed
 
 
 def _kill_group(pgid: int) -> None:
