@@ -32,15 +32,190 @@ import platform
 import sys
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 from scipy import integrate, stats
 
-from evalnb.analysis import calibrate, compare, power, ppi_rate, suite_rate
+from evalnb.analysis import agreement, calibrate, compare, power, ppi_rate, suite_rate
+from evalnb.analysis._betabinomial import beta_binomial_interval
 
 SHAPES = [(8, 2), (2, 2), (0.5, 0.5), (20, 2)]
 LEVEL = 0.95
+Z = stats.norm.ppf(0.5 + LEVEL / 2)
+
+#: Populations of cases for the suite-interval candidates: every case at one rate, case rates
+#: from a Beta, and two kinds of case (a share ``q`` at one rate, the rest at another).
+POPULATIONS: list[tuple[str, tuple[float, ...]]] = [
+    ("equal", (0.01,)),
+    ("equal", (0.1,)),
+    ("equal", (0.5,)),
+    ("equal", (0.9,)),
+    ("equal", (0.99,)),
+    ("Beta", (9.9, 0.1)),
+    ("Beta", (0.1, 9.9)),
+    ("Beta", (8, 2)),
+    ("Beta", (0.5, 0.5)),
+    ("two-point", (0.8, 1.0, 0.05)),
+    ("two-point", (0.9, 1.0, 0.9)),
+]
+CANDIDATE_CASES = (2, 3, 5, 10, 30, 100, 500)
+CANDIDATE_REPEATS = (1, 3, 10, 25, 50)
+#: The beta-binomial candidates run on a grid per experiment: only up to this many cases,
+#: and on the first 500 experiments of a cell (Monte Carlo se up to 0.022 instead of 0.011).
+BETA_BINOMIAL_UP_TO = 10
+BETA_BINOMIAL_EXPERIMENTS = 500
+
+
+def population(
+    rng: np.random.Generator, kind: str, values: tuple[float, ...], shape: tuple[int, int]
+) -> tuple[np.ndarray, float]:
+    """True per-case rates of ``shape`` (experiments x cases) and their mean, the truth."""
+    if kind == "equal":
+        return np.full(shape, values[0]), values[0]
+    if kind == "Beta":
+        a, b = values
+        return rng.beta(a, b, size=shape), a / (a + b)
+    q, first, other = values
+    return np.where(rng.random(shape) < q, first, other), q * first + (1 - q) * other
+
+
+def population_label(kind: str, values: tuple[float, ...]) -> str:
+    if kind == "equal":
+        return f"all {values[0]:g}"
+    if kind == "Beta":
+        return f"Beta({values[0]:g},{values[1]:g})"
+    return f"{values[0]:.0%} at {values[1]:g}, rest {values[2]:g}"
+
+
+def korn_graubard(k: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson on the design-effect n, df-adjusted (Korn & Graubard 1998), as Inspect's
+    clustered interval: ``n* = n_eff (t_{N-1} / t_{G-1})^2``; ``n_eff = N`` when ``se`` is 0."""
+    cases = k.shape[1]
+    rates = k / n
+    p = rates.mean(axis=1)
+    se = rates.std(axis=1, ddof=1) / np.sqrt(cases)
+    samples = cases * n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_eff = np.where(se > 1e-12, np.minimum(p * (1 - p) / se**2, samples), samples)
+    tail = 0.5 + LEVEL / 2
+    n_eff = n_eff * (stats.t.ppf(tail, samples - 1) / stats.t.ppf(tail, max(cases - 1, 1))) ** 2
+    x = p * n_eff
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = np.where(x > 0, stats.beta.ppf(1 - tail, x, n_eff - x + 1), 0.0)
+        high = np.where(x < n_eff, stats.beta.ppf(tail, x + 1, n_eff - x), 1.0)
+    return low, high
+
+
+def cluster_bootstrap(
+    k: np.ndarray, n: int, rng: np.random.Generator, resamples: int = 500
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap resampling whole cases (one set of resamples for every experiment)."""
+    cases = k.shape[1]
+    weights = rng.multinomial(cases, np.full(cases, 1 / cases), size=resamples).T / cases
+    means = (k / n) @ weights
+    tail = (1 - LEVEL) / 2
+    return np.quantile(means, tail, axis=1), np.quantile(means, 1 - tail, axis=1)
+
+
+def logit_prior_beta_binomial(k: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The beta-binomial interval with a prior uniform in logit(rho) (mass on small rho)."""
+    experiments, cases = k.shape
+    ids = np.repeat(np.arange(experiments), cases)
+    draws = np.full(k.size, n)
+    return beta_binomial_interval(k.ravel(), draws, ids, experiments, LEVEL, "logit-uniform")
+
+
+def candidate_intervals(
+    k: np.ndarray, n: int, rng: np.random.Generator
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every candidate's interval for each experiment (a row of ``k``)."""
+    frame = frame_of(k, n, np.arange(k.shape[1])).drop(columns="group")
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for name, method in (
+            ("Agresti-Coull, n_eff (default)", "agresti_coull"),
+            ("Wilson, n_eff", "wilson"),
+            ("Clopper-Pearson, n_eff", "beta"),
+        ):
+            row = suite_rate(frame, by="experiment", check="ok", method=method)
+            out[name] = (row["low"].to_numpy(), row["high"].to_numpy())
+        out["Korn-Graubard"] = korn_graubard(k, n)
+        out["cluster bootstrap"] = cluster_bootstrap(k, n, rng)
+        if k.shape[1] <= BETA_BINOMIAL_UP_TO:
+            few = k[:BETA_BINOMIAL_EXPERIMENTS]
+            part = frame[frame["experiment"] < len(few)]
+            row = suite_rate(part, by="experiment", check="ok", method="beta-binomial")
+            out["beta-binomial, uniform rho"] = (row["low"].to_numpy(), row["high"].to_numpy())
+            out["beta-binomial, logit-uniform rho"] = logit_prior_beta_binomial(few, n)
+    return out
+
+
+def candidates_table(
+    experiments: int,
+    seed: int,
+    cases_grid: tuple[int, ...] = CANDIDATE_CASES,
+    repeats_grid: tuple[int, ...] = CANDIDATE_REPEATS,
+) -> pd.DataFrame:
+    """Coverage, Monte Carlo standard error, width and "excludes its estimate" per candidate,
+    cases, repeats and population."""
+    rows = []
+    for cases in cases_grid:
+        for repeats in repeats_grid:
+            for number, (kind, values) in enumerate(POPULATIONS):
+                rng = np.random.default_rng([seed, 30, cases, repeats, number])
+                rates, truth = population(rng, kind, values, (experiments, cases))
+                k = rng.binomial(repeats, rates)
+                estimate = (k / repeats).mean(axis=1)
+                for name, (low, high) in candidate_intervals(k, repeats, rng).items():
+                    runs = len(low)
+                    covered = float(np.mean((low <= truth) & (truth <= high)))
+                    rows.append(
+                        {
+                            "cases": cases,
+                            "repeats": repeats,
+                            "population": population_label(kind, values),
+                            "candidate": name,
+                            "coverage": covered,
+                            "experiments": runs,
+                            "MC se": np.sqrt(covered * (1 - covered) / runs),
+                            "width": float(np.mean(high - low)),
+                            "excludes estimate": float(
+                                np.mean(
+                                    (low > estimate[:runs] + 1e-9) | (high < estimate[:runs] - 1e-9)
+                                )
+                            ),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def candidates_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per candidate: the range of coverage, the cells below 0.93, the cells above 0.975 from
+    10 cases up, how often it excluded its estimate, and its mean width relative to the
+    default's on the same cells."""
+    default = "Agresti-Coull, n_eff (default)"
+    keys = ["cases", "repeats", "population"]
+    base = table[table["candidate"] == default].set_index(keys)["width"]
+    rows = []
+    for name, part in table.groupby("candidate", sort=False):
+        ten = part[part["cases"] >= 10]
+        ratio = part.set_index(keys)["width"] / base.reindex(part.set_index(keys).index)
+        rows.append(
+            {
+                "candidate": name,
+                "cells": len(part),
+                "min coverage": part["coverage"].min(),
+                "max coverage": part["coverage"].max(),
+                "below 0.93": int((part["coverage"] < 0.93).sum()),
+                "above 0.975, >= 10 cases": int((ten["coverage"] > 0.975).sum()),
+                "excludes estimate (max share)": part["excludes estimate"].max(),
+                "width / default's": float(ratio.mean()),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def case_rates(
@@ -340,20 +515,136 @@ def show(title: str, table: pd.DataFrame, started: float) -> None:
     sys.stdout.flush()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--experiments", type=int, default=1000, help="experiments per row")
-    parser.add_argument("--seed", type=int, default=17)
-    parser.add_argument("--long", action="store_true", help="one line per design")
-    args = parser.parse_args()
-    start = time.perf_counter()
-    print(
-        f"evalnb statistics benchmark: {args.experiments} experiments a row, seed {args.seed}, "
-        f"Python {platform.python_version()}, {platform.machine()}"
-    )
+def verdicts_table(experiments: int, seed: int) -> pd.DataFrame:
+    """How often the interval shown beside a verdict disagrees with it (excludes 0 beside
+    "can't tell yet", or holds 0 beside a verdict), 3-9 cases, both modes, with no change
+    and with +20 points on every case (rates from Beta(4, 4), 10 repeats)."""
+    rows = []
+    for cases in range(3, 10):
+        for mode in ("random", "fixed"):
+            for lift in (0.0, 0.2):
+                rng = np.random.default_rng([seed, 30, cases, int(lift * 10), mode == "fixed"])
+                rate_a = rng.beta(4, 4, size=(experiments, cases))
+                rate_b = np.clip(rate_a + lift, 0, 1)
+                group = np.arange(cases)
+                frame = pd.concat(
+                    [
+                        frame_of(rng.binomial(10, rate_a), 10, group, "A"),
+                        frame_of(rng.binomial(10, rate_b), 10, group, "B"),
+                    ]
+                ).drop(columns="group")
+                out = compare(frame, a="A", b="B", by="experiment", check="ok", mode=mode)
+                decided = out["verdict"] != "can't tell yet"
+                excludes = (out["low"] > 0) | (out["high"] < 0)
+                rows.append(
+                    {
+                        "mode": mode,
+                        "cases": cases,
+                        "lift": lift,
+                        "experiments": len(out),
+                        "verdict": decided.mean(),
+                        "interval and verdict disagree": (decided != excludes).mean(),
+                        "interval shown": out["interval_method"].mode().iloc[0],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def agreement_table(experiments: int, seed: int) -> pd.DataFrame:
+    """Modal share and pairwise agreement against the true chance that two draws agree, and
+    the coverage of the per-case and the across-cases (20 cases) intervals."""
+    designs = [
+        ("three equally likely", np.array([1, 1, 1]) / 3),
+        ("0.8 / 0.1 / 0.1", np.array([0.8, 0.1, 0.1])),
+        ("0.5 / 0.5", np.array([0.5, 0.5])),
+        ("five equally likely", np.full(5, 0.2)),
+    ]
+    rows = []
+    for name, shares in designs:
+        truth = float(np.sum(shares**2))
+        for draws in (5, 10, 25):
+            rng = np.random.default_rng([seed, 31, draws, len(shares), int(shares[0] * 10)])
+            cases = 20
+            answers = rng.choice(len(shares), p=shares, size=(experiments, cases, draws))
+            frame = pd.DataFrame(
+                {
+                    "experiment": np.repeat(np.arange(experiments), cases * draws),
+                    "case_id": np.tile(np.repeat(np.arange(cases), draws), experiments),
+                    "answer": answers.ravel().astype(str),
+                }
+            )
+            per_case = agreement(frame, by=["experiment", "case_id"], key="answer")
+            suite = agreement(frame, by="experiment", key="answer")
+            covered = (per_case["pairwise_low"] <= truth) & (truth <= per_case["pairwise_high"])
+            across = (suite["pairwise_low"] <= truth) & (truth <= suite["pairwise_high"])
+            rows.append(
+                {
+                    "answers": name,
+                    "draws": draws,
+                    "true agreement": truth,
+                    "modal share": per_case["agreement"].mean(),
+                    "pairwise": per_case["pairwise"].mean(),
+                    "pairwise MC se": per_case["pairwise"].std() / np.sqrt(len(per_case)),
+                    "per-case coverage": covered.mean(),
+                    "across 20 cases: coverage": across.mean(),
+                    "across: MC se": np.sqrt(across.mean() * (1 - across.mean()) / len(suite)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def ppi_labels_table(experiments: int, seed: int) -> pd.DataFrame:
+    """PPI coverage with an exact number of random labels (the issue's 20 over 50 x 5)."""
+    rows = []
+    for cases, repeats, labels in ((50, 5, 20), (50, 5, 40), (100, 1, 10), (100, 1, 30)):
+        rng = np.random.default_rng([seed, 32, cases, repeats, labels])
+        frame = judged(rng, experiments, cases, repeats, 1.0)
+        seen = np.argsort(rng.random((experiments, cases * repeats)), axis=1) < labels
+        frame.loc[~seen.ravel(), "verdict"] = None
+        out = ppi_rate(frame, by="experiment")
+        out = out[np.isfinite(out["low"])]
+        covered = ((out["low"] <= 0.6) & (out["high"] >= 0.6)).mean()
+        rows.append(
+            {
+                "cases": cases,
+                "repeats": repeats,
+                "labels": labels,
+                "experiments": len(out),
+                "PPI coverage": covered,
+                "MC se": np.sqrt(covered * (1 - covered) / len(out)),
+                "width": (out["high"] - out["low"]).mean(),
+                "note cautions": out["note"].str.contains("may run narrow").mean(),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def show_candidates(args: argparse.Namespace) -> None:
+    step = time.perf_counter()
+    cases = tuple(int(c) for c in args.cases.split(",")) if args.cases else CANDIDATE_CASES
+    table = candidates_table(args.experiments, args.seed, cases)
+    if args.long:
+        show("0. suite interval candidates, one line per cell and candidate", table, step)
+    else:
+        wide = table.pivot_table(
+            index=["cases", "repeats", "population"],
+            columns="candidate",
+            values="coverage",
+            sort=False,
+        ).reset_index()
+        show(
+            "0. suite interval candidates: coverage of the true mean (Monte Carlo se "
+            f"<= {np.sqrt(0.25 / args.experiments):.3f})",
+            wide,
+            step,
+        )
+    show("0. candidates in summary", candidates_summary(table), step)
+
+
+def show_suite(args: argparse.Namespace) -> None:
     step = time.perf_counter()
     suite = suite_table(args.experiments, args.seed)
-    short = {"beta-binomial": "bb", "wilson": "t"}
+    short = {"beta-binomial": "bb", "agresti_coull": "ac"}
     suite["cell"] = [
         f"{c:.3f} " + "/".join(short[m.split(" ")[0]] for m in method.split(" / "))
         for c, method in zip(suite["coverage"], suite["method"], strict=True)
@@ -361,8 +652,8 @@ def main() -> None:
     wide = suite.pivot(index=["groups", "cases", "repeats"], columns="rates", values="cell")
     wide = wide[[f"Beta({a:g},{b:g})" for a, b in SHAPES]].reset_index()
     show(
-        "1. suite_rate: 95% interval coverage of the true mean "
-        "(bb: beta-binomial chosen, t: across cases on the effective n)",
+        "1. suite_rate: 95% interval coverage of the true mean (ac: Agresti-Coull on the "
+        "effective n, the default)",
         suite.drop(columns="cell") if args.long else wide,
         step,
     )
@@ -373,6 +664,9 @@ def main() -> None:
             f"over {len(rows)} designs; outside 0.93-0.97: {len(outside)} "
             f"({(outside['coverage'] < 0.93).sum()} below)"
         )
+
+
+def show_compare(args: argparse.Namespace) -> None:
     step = time.perf_counter()
     table = compare_table(args.experiments, args.seed)
     wide = table.pivot(index=["mode", "cases", "repeats"], columns="rates", values="false verdict")
@@ -394,20 +688,68 @@ def main() -> None:
         f"95% interval from {worst['MC low']:.3f}); designs above 5% beyond Monte Carlo "
         f"error: {len(above)}; largest 'B better' share: {table['B better'].max():.3f}"
     )
-    step = time.perf_counter()
-    show("3. power() against simulated compare", power_table(args.experiments, args.seed), step)
-    step = time.perf_counter()
-    show(
-        "4. ppi_rate: coverage of the human pass rate", ppi_table(args.experiments, args.seed), step
-    )
-    step = time.perf_counter()
-    show(
+
+
+def timed(title: str, make: Callable[[], pd.DataFrame]) -> None:
+    started = time.perf_counter()
+    show(title, make(), started)
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "candidates": show_candidates,
+    "suite": show_suite,
+    "compare": show_compare,
+    "power": lambda args: timed(
+        "3. power() against simulated compare",
+        lambda: power_table(args.experiments, args.seed),
+    ),
+    "ppi": lambda args: timed(
+        "4. ppi_rate: coverage of the human pass rate",
+        lambda: ppi_table(args.experiments, args.seed),
+    ),
+    "calibrate": lambda args: timed(
         "5. calibrate: a judge that errs per case, 20 cases x 10 repeats",
-        calibration_table(max(100, args.experiments // 2), args.seed),
-        step,
+        lambda: calibration_table(max(100, args.experiments // 2), args.seed),
+    ),
+    "verdicts": lambda args: timed(
+        "7. compare: the interval shown beside the verdict, 3-9 cases x 10 repeats",
+        lambda: verdicts_table(args.experiments, args.seed),
+    ),
+    "agreement": lambda args: timed(
+        "8. agreement: modal share, pairwise agreement and their intervals (20 cases)",
+        lambda: agreement_table(args.experiments, args.seed),
+    ),
+    "ppi-labels": lambda args: timed(
+        "9. ppi_rate with an exact number of random labels",
+        lambda: ppi_labels_table(args.experiments, args.seed),
+    ),
+    "pin": lambda args: timed("6. beta-binomial interval against numerical integration", pin_table),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiments", type=int, default=2000, help="experiments per row")
+    parser.add_argument("--seed", type=int, default=17)
+    parser.add_argument("--long", action="store_true", help="one line per design")
+    parser.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"sections, comma-separated: {', '.join(SECTIONS)}",
     )
-    step = time.perf_counter()
-    show("6. beta-binomial interval against numerical integration", pin_table(), step)
+    parser.add_argument("--cases", default="", help="candidates: the cases grid (e.g. 2,3,5)")
+    args = parser.parse_args()
+    wanted = [s for s in args.only.split(",") if s]
+    unknown = [s for s in wanted if s not in SECTIONS]
+    if unknown:
+        parser.error(f"--only must name sections among {', '.join(SECTIONS)}; got {unknown[0]!r}")
+    start = time.perf_counter()
+    print(
+        f"evalnb statistics benchmark: {args.experiments} experiments a row, seed {args.seed}, "
+        f"Python {platform.python_version()}, {platform.machine()}"
+    )
+    for name in wanted:
+        SECTIONS[name](args)
     print(f"\ntotal: {time.perf_counter() - start:.0f} s")
 
 

@@ -13,7 +13,9 @@ from evalnb._evidence import normalise_answer
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis import _args
 from evalnb.analysis import _display as display
+from evalnb.analysis._cluster import clustered_mean, group_ids
 from evalnb.analysis._frames import Run
+from evalnb.analysis._rates import proportion_interval
 from evalnb.analysis._tally import tallies
 from evalnb.store import SAMPLES_SCHEMA
 
@@ -28,6 +30,9 @@ COLUMNS = [
     "answered",
     "distinct",
     "agreement",
+    "pairwise",
+    "pairwise_low",
+    "pairwise_high",
     "agreement_min",
     "meets_min",
     "mode_1",
@@ -41,8 +46,19 @@ COLUMNS = [
     "flaky",
     "at",
     "pass_at_k",
+    "pass_at_k_low",
+    "pass_at_k_high",
     "pass_hat_k",
+    "pass_hat_k_low",
+    "pass_hat_k_high",
+    "level",
 ]
+#: The estimates :func:`agreement` summarises across cases when ``by`` leaves out the case.
+SUMMARISED = ("agreement", "pairwise", "pass_at_k", "pass_hat_k")
+PAIRWISE_METHOD = (
+    "pairwise: share of pairs of draws with the same answer (unbiased for the sum of squared "
+    "answer shares); interval: Agresti-Coull on the jackknife effective n"
+)
 
 
 def agreement(
@@ -52,6 +68,7 @@ def agreement(
     key: str = "canonical",
     check: str = "all",
     at: int | Sequence[int] | None = None,
+    level: float = 0.95,
 ) -> pd.DataFrame:
     """Per case and variant: how often draws agree, and how often they pass.
 
@@ -64,16 +81,29 @@ def agreement(
     can never be the mode. ``at`` is the k of pass@k and pass^k: one number, a list
     (one row per k), or None for each row's own number of scored draws.
 
-    ``data`` is a Run, or a frame with one row per sample holding the ``by`` columns,
-    the key column, and optionally ``status``, ``outcome`` (the check's outcome for
-    that sample) and ``agreement_min``.
+    ``agreement`` is the **modal share** (the top answer's count over the draws), which
+    reads high with few draws (0.56 for a case answering at random among three answers
+    with 5 draws); ``pairwise`` is the **pairwise agreement**, the share of pairs of draws
+    giving the same answer, ``sum_i c_i (c_i - 1) / (d (d - 1))``: unbiased for the
+    chance that two draws agree (1/3 there). Its interval: Agresti-Coull on the jackknife
+    effective n, or Clopper-Pearson on the ``d // 2`` disjoint pairs when every pair
+    agrees (or none). pass@k and pass^k carry the Wilson interval of ``k / n`` through
+    ``1 - (1 - p)^at`` and ``p^at``. With ``by`` leaving out ``case_id``
+    (``by="variant"``), each row is the mean across cases of those estimates with an
+    interval across cases as :func:`evalnb.suite_rate` takes it; cases without a value
+    are left out of that mean. ``data`` is a Run, or a frame with one row per sample
+    holding the ``by`` columns, the key column, and optionally ``status``, ``outcome``
+    and ``agreement_min``.
 
     Returns:
         DataFrame, one row per group (and k), columns:
 
         - the ``by`` keys; ``key``: what was compared;
         - ``draws``: samples; ``answered``: draws with a key value;
-        - ``distinct``: distinct key values; ``agreement``: modal count / draws;
+        - ``distinct``: distinct key values; ``agreement``: the modal share, modal count
+          / draws;
+        - ``pairwise``: pairwise agreement (unbiased; NaN with fewer than 2 draws);
+          ``pairwise_low``, ``pairwise_high``: its interval at ``level``;
         - ``agreement_min``: the case's minimum (metadata), NaN when not set;
         - ``meets_min``: agreement >= agreement_min (NA without a minimum);
         - ``mode_1``, ``mode_1_count``, ``mode_2``, ``mode_2_count``: top answers;
@@ -83,28 +113,26 @@ def agreement(
         - ``at``: the k used; ``pass_at_k``: chance that at least one of ``at``
           draws passes, the unbiased ``1 - C(n-k, at) / C(n, at)``;
           ``pass_hat_k``: chance that all ``at`` draws pass, ``C(k, at) / C(n, at)``
-          (NaN when ``at > n``).
+          (NaN when ``at > n``); ``pass_at_k_low``, ``pass_at_k_high``,
+          ``pass_hat_k_low``, ``pass_hat_k_high``: their intervals; ``level``.
+
+        Across cases (``case_id`` not in ``by``): the ``by`` keys, ``key``, ``check``,
+        ``at``, ``cases``, ``draws``, then ``agreement``, ``pairwise``, ``pass_at_k`` and
+        ``pass_hat_k`` (means across cases), each with ``_low`` and ``_high``, ``level``
+        and ``method``.
 
     >>> evalnb.agreement(run, at=[1, 5])                # doctest: +SKIP
+    >>> evalnb.agreement(run, by="variant")             # doctest: +SKIP
     """
     by = _args.names("by", by)
+    level = _args.level(level)
     if "case_id" not in by:
-        raise ArgumentError(
-            f"'by' must include 'case_id' (agreement is per case; the column compared is "
-            f"key=); got {by!r}"
-        )
+        per_case = agreement(data, [*by, "case_id"], key=key, check=check, at=at, level=level)
+        return display.shown(_across_cases(per_case, by, level))
     if not isinstance(check, str):
         raise ArgumentError(f"'check' must be one check name (e.g. 'all'); got {check!r}")
     ks = None if at is None else _args.positive_ints("at", at)
-    if isinstance(data, Run):
-        samples, key_label, passes, minimum = _from_run(data, key, by, check)
-    elif isinstance(data, pd.DataFrame):
-        samples, key_label, passes, minimum = _from_frame(data, key, by, check)
-    else:
-        raise TypeError(
-            f"'data' must be a Run (from evalnb.load) or a pandas DataFrame; got "
-            f"{type(data).__name__}"
-        )
+    samples, key_label, passes, minimum = _read(data, key, by, check)
     out = _answers(samples, by)
     out.insert(len(by), "key", key_label)
     out = out.merge(passes, on=by, how="left", sort=False)
@@ -124,7 +152,22 @@ def agreement(
     else:
         out["at"] = out["n"]
     out["pass_at_k"], out["pass_hat_k"] = _pass_k(out["k"], out["n"], out["at"])
+    _pass_k_intervals(out, level)
+    out = out.drop(columns="_variance")
+    out["level"] = level
     return display.shown(out[[*by, *COLUMNS]])
+
+
+def _read(
+    data: Any, key: str, by: list[str], check: str
+) -> tuple[pd.DataFrame, str, pd.DataFrame, pd.DataFrame]:
+    if isinstance(data, Run):
+        return _from_run(data, key, by, check)
+    if isinstance(data, pd.DataFrame):
+        return _from_frame(data, key, by, check)
+    raise TypeError(
+        f"'data' must be a Run (from evalnb.load) or a pandas DataFrame; got {type(data).__name__}"
+    )
 
 
 def _from_run(
@@ -243,6 +286,105 @@ def _answers(samples: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     out["distinct"] = out["distinct"].fillna(0).astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
         out["agreement"] = np.where(out["draws"] > 0, out["mode_1_count"] / out["draws"], np.nan)
+    return _pairwise(out, counts, by)
+
+
+def _pairwise(out: pd.DataFrame, counts: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Pairwise agreement per group, its jackknife variance, and its interval (95%; the
+    level is applied again by :func:`_pairwise_interval`)."""
+    c = counts["count"].to_numpy(dtype=float)
+    sums = counts.assign(pairs=c * (c - 1)).groupby(by, observed=True, sort=False)["pairs"].sum()
+    out = out.merge(sums.rename("_pairs").reset_index(), on=by, how="left", sort=False)
+    pairs = out["_pairs"].fillna(0.0).to_numpy()
+    d = out["draws"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["pairwise"] = np.where(d >= 2, pairs / (d * (d - 1)), np.nan)
+    # Leaving out one draw of an answer seen c times removes 2 (c - 1) agreeing ordered pairs.
+    left = counts.assign(_c=c)
+    left = left.merge(out[[*by, "_pairs"]], on=by, how="left", sort=False)
+    u = left["_pairs"].to_numpy() - 2 * (c - 1)
+    moments = (
+        left.assign(_s1=c * u, _s2=c * u**2)
+        .groupby(by, observed=True, sort=False)[["_s1", "_s2"]]
+        .sum()
+        .reset_index()
+    )
+    out = out.merge(moments, on=by, how="left", sort=False)
+    unanswered = d - out["answered"].to_numpy(dtype=float)
+    s1 = out["_s1"].fillna(0.0).to_numpy() + unanswered * pairs
+    s2 = out["_s2"].fillna(0.0).to_numpy() + unanswered * pairs**2
+    scale = (d - 1) * (d - 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = (d - 1) / d * (s2 - s1**2 / d) / scale**2
+    out["_variance"] = np.where(d >= 3, np.maximum(variance, 0.0), np.nan)
+    return out.drop(columns=["_pairs", "_s1", "_s2"])
+
+
+def _pairwise_interval(out: pd.DataFrame, level: float) -> None:
+    """``pairwise_low`` and ``pairwise_high`` in place: Agresti-Coull on the jackknife
+    effective n (at most the pairs of draws); Clopper-Pearson on the ``d // 2`` disjoint
+    pairs when the variance is 0 (every pair agrees, or none)."""
+    theta = out["pairwise"].to_numpy(dtype=float)
+    d = out["draws"].to_numpy(dtype=float)
+    variance = out["_variance"].to_numpy(dtype=float)
+    disjoint = np.floor(d / 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_eff = np.minimum(theta * (1 - theta) / variance, d * (d - 1) / 2)
+    flat = ~(variance > 1e-15)
+    n_eff = np.where(flat, disjoint, n_eff)
+    _, low, high = proportion_interval(theta * n_eff, n_eff, level=level, method="agresti_coull")
+    bound = ((1 - level) / 2) ** (1 / np.maximum(disjoint, 1))
+    low = np.where(flat & (theta >= 1), bound, low)
+    high = np.where(flat & (theta <= 0), 1 - bound, high)
+    out["pairwise_low"] = np.where(d >= 2, np.fmin(low, theta), np.nan)
+    out["pairwise_high"] = np.where(d >= 2, np.fmax(high, theta), np.nan)
+
+
+def _pass_k_intervals(out: pd.DataFrame, level: float) -> None:
+    """Per row, the Wilson interval of ``k / n`` carried through pass@k = 1 - (1 - p)^at
+    and pass^k = p^at (both increase with p), holding the estimate; and the pairwise
+    agreement's interval."""
+    _pairwise_interval(out, level)
+    _, low, high = proportion_interval(out["k"], out["n"], level=level, method="wilson")
+    at = out["at"].to_numpy(dtype=float)
+    shown = np.isfinite(out["pass_at_k"].to_numpy(dtype=float))
+    for name, f in (
+        ("pass_at_k", lambda p: 1 - (1 - p) ** at),
+        ("pass_hat_k", lambda p: p**at),
+    ):
+        estimate = out[name].to_numpy(dtype=float)
+        out[f"{name}_low"] = np.where(shown, np.fmin(f(low), estimate), np.nan)
+        out[f"{name}_high"] = np.where(shown, np.fmax(f(high), estimate), np.nan)
+
+
+def _across_cases(per_case: pd.DataFrame, by: list[str], level: float) -> pd.DataFrame:
+    """The mean across cases of each per-case estimate, with an interval across cases."""
+    from evalnb.analysis._suite import DEFAULT_METHOD, effective_n
+
+    keys = [*by, "key", "check", "at"]
+    ids, out = group_ids(per_case, keys)
+    size = len(out)
+    cases = per_case["case_id"].astype(object).to_numpy()
+    out["cases"] = np.bincount(ids, minlength=size).astype(np.int64)
+    out["draws"] = np.bincount(ids, weights=per_case["draws"], minlength=size).astype(np.int64)
+    for name in SUMMARISED:
+        values = per_case[name].to_numpy(dtype=float)
+        keep = np.isfinite(values)
+        spread = clustered_mean(values[keep], ids[keep], cases[keep], size)
+        mean, se, groups = spread["mean"], spread["se"], spread["groups"].astype(float)
+        n_eff, _ = effective_n(mean, se, groups, np.full(size, np.inf), level)
+        _, low, high = proportion_interval(mean * n_eff, n_eff, level=level, method=DEFAULT_METHOD)
+        bound = ((1 - level) / 2) ** (1 / np.maximum(groups, 1))
+        low = np.where(mean >= 1, bound, low)
+        high = np.where(mean <= 0, 1 - bound, high)
+        out[name] = mean
+        out[f"{name}_low"] = np.fmin(low, mean)
+        out[f"{name}_high"] = np.fmax(high, mean)
+    out["level"] = level
+    out["method"] = (
+        "mean of per-case values; interval across cases: Agresti-Coull on the effective n "
+        "(agreement: modal share; pairwise: pairwise agreement, unbiased)"
+    )
     return out
 
 

@@ -24,7 +24,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-__all__ = ["beta_binomial_interval", "grid"]
+__all__ = ["PRIORS", "beta_binomial_interval", "grid"]
 
 _RHO_POINTS = 64
 _LOGIT_RHO = (-14.0, 10.0)
@@ -35,10 +35,18 @@ _THETA_MIN, _THETA_MAX = 1000, 4000
 _CHUNK = 2**22
 
 
-def grid(samples: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+#: Priors on the intra-case correlation ``rho``: uniform on (0, 1), or uniform in
+#: ``logit(rho)`` over the grid's range (most mass on small correlations).
+PRIORS = ("uniform", "logit-uniform")
+
+
+def grid(
+    samples: float, prior: str = "uniform"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(mu, mu_edges, mu_weight, rho, rho_weight)`` for groups of up to ``samples`` draws.
 
-    ``mu_weight`` and ``rho_weight`` are prior mass per grid cell (uniform priors).
+    ``mu_weight`` and ``rho_weight`` are prior mass per grid cell (uniform on ``mu``;
+    ``prior`` on ``rho``, one of :data:`PRIORS`).
     """
     points = int(np.clip(_THETA_PER_ROOT_N * math.sqrt(max(samples, 1.0)), _THETA_MIN, _THETA_MAX))
     step = (math.pi / 2) / points
@@ -48,7 +56,9 @@ def grid(samples: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     mu_weight = np.diff(edges)
     logit = np.linspace(*_LOGIT_RHO, _RHO_POINTS)
     rho = 1 / (1 + np.exp(-logit))
-    rho_weight = rho * (1 - rho) * (logit[1] - logit[0])
+    rho_weight = (rho * (1 - rho) if prior == "uniform" else np.ones_like(rho)) * (
+        logit[1] - logit[0]
+    )
     rho_weight[[0, -1]] /= 2
     return mu, edges, mu_weight, rho, rho_weight
 
@@ -82,14 +92,20 @@ def _log_pmf(n: int, ks: list[int], mu: np.ndarray, rho: np.ndarray) -> np.ndarr
 
 
 def beta_binomial_interval(
-    k: np.ndarray, n: np.ndarray, ids: np.ndarray, size: int, level: float
+    k: np.ndarray,
+    n: np.ndarray,
+    ids: np.ndarray,
+    size: int,
+    level: float,
+    prior: str = "uniform",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per id, the ``level`` equal-tailed posterior interval of ``mu``.
 
     The lower bound is 0 when nothing passed and the upper bound 1 when everything did.
 
     ``k`` and ``n`` are passes and draws per cluster (case or group); ``ids`` says which
-    result each cluster belongs to. Ids with no cluster get NaN.
+    result each cluster belongs to. Ids with no cluster get NaN. ``prior`` is the prior
+    on ``rho`` (:data:`PRIORS`).
     """
     k = np.asarray(k, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
@@ -99,7 +115,7 @@ def beta_binomial_interval(
     if len(present) == 0:
         return low, high
     totals = np.bincount(ids, weights=n, minlength=size)
-    mu, edges, mu_weight, rho, rho_weight = grid(float(totals.max()))
+    mu, edges, mu_weight, rho, rho_weight = grid(float(totals.max()), prior)
     pairs, pair_index = np.unique(np.column_stack([n, k]), axis=0, return_inverse=True)
     pair_index = pair_index.ravel()
     table = np.empty((len(pairs), mu.size * rho.size))

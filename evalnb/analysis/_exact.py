@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 __all__ = [
+    "conditional_interval",
     "conditional_mcnemar_interval",
     "mcnemar_power",
+    "sign_flip_interval",
     "sign_flip_min_p",
     "sign_flip_p",
     "stratified_exact_p",
@@ -78,6 +80,23 @@ def stratified_exact_p(
     Fisher's exact test; with one sample per case and side it is the exact McNemar test.
     Returns ``(p, smallest p any outcome with these totals could give)``.
     """
+    distribution, low = _null_total(k_a, n_a, k_b, n_b)
+    observed = int(np.sum(k_b)) - low
+    if len(distribution) == 1:
+        return 1.0, 1.0
+    cut = distribution[observed] * _RELATIVE
+    p = float(min(1.0, distribution[distribution <= cut].sum()))
+    # The most extreme outcomes are the least likely ones: the smallest p any outcome gives.
+    order = np.sort(distribution)
+    smallest = float(min(1.0, order[order <= order[0] * _RELATIVE].sum()))
+    return p, smallest
+
+
+def _null_total(
+    k_a: np.ndarray, n_a: np.ndarray, k_b: np.ndarray, n_b: np.ndarray
+) -> tuple[np.ndarray, int]:
+    """The null distribution of B's total passes given each case's total, and its smallest
+    value: the convolution of the per-case hypergeometric distributions."""
     distribution = np.ones(1)
     low = 0
     for ka, na, kb, nb in zip(k_a, n_a, k_b, n_b, strict=True):
@@ -89,15 +108,7 @@ def stratified_exact_p(
             continue
         distribution = np.convolve(distribution, _hypergeom(size, total, int(nb)))
         low += first
-    observed = int(np.sum(k_b)) - low
-    if len(distribution) == 1:
-        return 1.0, 1.0
-    cut = distribution[observed] * _RELATIVE
-    p = float(min(1.0, distribution[distribution <= cut].sum()))
-    # The most extreme outcomes are the least likely ones: the smallest p any outcome gives.
-    order = np.sort(distribution)
-    smallest = float(min(1.0, order[order <= order[0] * _RELATIVE].sum()))
-    return p, smallest
+    return distribution, low
 
 
 @functools.lru_cache(maxsize=4096)
@@ -155,3 +166,127 @@ def mcnemar_power(cases: int, b_only: float, a_only: float, alpha: float) -> flo
     reject = stats.binom.cdf(critical, d, favour) + stats.binom.sf(d - critical - 1, d, favour)
     reject = np.where(critical >= 0, reject, 0.0)
     return float(min(1.0, np.sum(stats.binom.pmf(d, cases, share) * reject)))
+
+
+def _walk(
+    p_of: Callable[[np.ndarray], np.ndarray], start: float, end: float, alpha: float
+) -> float:
+    """From ``start``, where the test accepts, towards ``end``: the last value the test
+    accepts (``p >= alpha``) before the first it rejects, on a grid of 200 steps that
+    holds 0, then by bisection; ``end`` when it never rejects."""
+    steps = np.linspace(start, end, 201)
+    if min(start, end) < 0 < max(start, end):
+        steps = np.append(steps, 0.0)
+        steps = steps[np.argsort(np.abs(steps - start), kind="stable")]
+    rejected = np.flatnonzero(p_of(steps) < alpha)
+    if len(rejected) == 0:
+        return float(end)
+    if rejected[0] == 0:
+        return float(start)
+    inside, outside = float(steps[rejected[0] - 1]), float(steps[rejected[0]])
+    for _ in range(40):
+        middle = (inside + outside) / 2
+        if p_of(np.array([middle]))[0] >= alpha:
+            inside = middle
+        else:
+            outside = middle
+    return inside
+
+
+def sign_flip_interval(sums: np.ndarray, sizes: np.ndarray, level: float) -> tuple[float, float]:
+    """The interval the sign-flip test inverts: every shift ``delta`` of the mean per-case
+    difference that the test of the shifted values (each unit's sum less ``delta`` times
+    its cases) does not reject at ``1 - level``, as a hull that holds 0 exactly when the
+    test of no difference does not reject (Lehmann & Romano, *Testing Statistical
+    Hypotheses*, 3.5). ``sums`` and ``sizes``: per unit (case or group), the summed
+    per-case differences and the number of cases. NaN with more than
+    :data:`MAX_EXACT` units."""
+    sums, sizes = np.asarray(sums, dtype=float), np.asarray(sizes, dtype=float)
+    m = len(sums)
+    if m == 0 or m > MAX_EXACT:
+        return math.nan, math.nan
+    alpha = 1 - level
+    signs = 1 - 2 * ((np.arange(2**m)[:, None] >> np.arange(m)) & 1)
+    flipped_sums, flipped_sizes = signs @ sums, signs @ sizes
+    total, count = float(sums.sum()), float(sizes.sum())
+    chunk = max(1, 2**22 // 2**m)
+
+    def p_of(delta: np.ndarray) -> np.ndarray:
+        out = np.empty(len(delta))
+        for start in range(0, len(delta), chunk):
+            d = delta[start : start + chunk]
+            flipped = np.abs(flipped_sums[:, None] - d[None, :] * flipped_sizes[:, None])
+            observed = np.abs(total - d * count)
+            out[start : start + chunk] = np.mean(
+                flipped >= observed - 1e-9 * np.maximum(observed, 1), axis=0
+            )
+        return out
+
+    estimate = total / count
+    low, high = _walk(p_of, estimate, -1.0, alpha), _walk(p_of, estimate, 1.0, alpha)
+    if p_of(np.zeros(1))[0] >= alpha:
+        low, high = min(low, 0.0), max(high, 0.0)
+    return low, high
+
+
+def conditional_interval(
+    k_a: np.ndarray, n_a: np.ndarray, k_b: np.ndarray, n_b: np.ndarray, level: float
+) -> tuple[float, float]:
+    """The interval the exact conditional test inverts, on the scale of the mean per-case
+    difference (B - A).
+
+    Given each case's total passes, B's passes follow Fisher's noncentral hypergeometric
+    distribution with a common odds ratio ``psi``; its total is the null convolution tilted
+    by ``psi^x``. The set of ``psi`` the two-sided test does not reject (the hull holding 1
+    exactly when the test of no difference does not reject) maps to the mean per-case
+    difference its conditional expectation gives, which is 0 at ``psi = 1`` and increases
+    with ``psi`` (the conditional interval of R's ``mantelhaen.test(exact = TRUE)``, on
+    the difference's scale). NaN when no case could move (every outcome is fixed)."""
+    distribution, low_total = _null_total(k_a, n_a, k_b, n_b)
+    if len(distribution) == 1:
+        return math.nan, math.nan
+    alpha = 1 - level
+    with np.errstate(divide="ignore"):
+        log_null = np.log(distribution)
+    support = np.arange(len(distribution))
+    observed = int(np.sum(k_b)) - low_total
+    chunk = max(1, 2**22 // len(distribution))
+
+    def p_of(log_psi: np.ndarray) -> np.ndarray:
+        out = np.empty(len(log_psi))
+        for start in range(0, len(log_psi), chunk):
+            lp = log_null[None, :] + log_psi[start : start + chunk, None] * support[None, :]
+            prob = np.exp(lp - lp.max(axis=1, keepdims=True))
+            prob /= prob.sum(axis=1, keepdims=True)
+            cut = prob[:, observed : observed + 1] * _RELATIVE
+            out[start : start + chunk] = np.minimum(1.0, np.where(prob <= cut, prob, 0).sum(1))
+        return out
+
+    edge = 40.0
+    coarse = np.linspace(-edge, edge, 161)
+    start = float(coarse[np.argmax(p_of(coarse))])
+    low, high = _walk(p_of, start, -edge, alpha), _walk(p_of, start, edge, alpha)
+    if p_of(np.zeros(1))[0] >= alpha:
+        low, high = min(low, 0.0), max(high, 0.0)
+    diff = [_conditional_difference(k_a, n_a, k_b, n_b, x, edge) for x in (low, high)]
+    return diff[0], diff[1]
+
+
+def _conditional_difference(
+    k_a: np.ndarray, n_a: np.ndarray, k_b: np.ndarray, n_b: np.ndarray, log_psi: float, edge: float
+) -> float:
+    """The mean per-case difference B - A when B's passes in each case are their expected
+    value under a common odds ratio ``exp(log_psi)`` (at the grid's edge: the extreme)."""
+    total = 0.0
+    for ka, na, kb, nb in zip(k_a, n_a, k_b, n_b, strict=True):
+        passes, size = int(ka + kb), int(na + nb)
+        first, last = max(0, passes - int(na)), min(passes, int(nb))
+        if first == last or abs(log_psi) >= edge:
+            expected = float(first if log_psi <= -edge else last if log_psi >= edge else first)
+        else:
+            x = np.arange(first, last + 1)
+            weight = np.log(_hypergeom(size, passes, int(nb))) + log_psi * x
+            weight = np.exp(weight - weight.max())
+            expected = float(np.sum(x * weight) / np.sum(weight))
+        total += expected / nb - (passes - expected) / na
+    return total / len(k_a)

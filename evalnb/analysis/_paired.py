@@ -29,7 +29,9 @@ from statsmodels.stats.contingency_tables import mcnemar
 
 from evalnb.analysis._cluster import clustered_mean, group_ids
 from evalnb.analysis._exact import (
+    conditional_interval,
     conditional_mcnemar_interval,
+    sign_flip_interval,
     sign_flip_min_p,
     sign_flip_p,
     stratified_exact_p,
@@ -72,6 +74,7 @@ class Pairs:
         self.members = np.split(order, np.cumsum(np.bincount(self.ids, minlength=self.size))[:-1])
         # The units whose signs are flipped: per-case differences summed within each group.
         self.sums = [_group_sums(self.diff[rows], self.clusters[rows]) for rows in self.members]
+        self.sizes = [_group_sums(np.ones(len(rows)), self.clusters[rows]) for rows in self.members]
         adjusted = agresti_caffo_variance(self.k_a, self.n_a)
         adjusted += agresti_caffo_variance(self.k_b, self.n_b)
         self.floor = np.sqrt(np.bincount(self.ids, weights=adjusted, minlength=self.size))
@@ -91,7 +94,9 @@ class PairedTest:
 
     ``p_exact`` is NaN and ``exact_method`` empty where no exact test is needed; ``min_p``
     is the smallest p the exact test could give (0 where the verdict rests on the t alone);
-    ``flat`` marks the groups whose standard error was 0 and is the Agresti-Caffo floor.
+    ``exact_low`` and ``exact_high`` are the interval the exact test inverts (NaN where
+    there is none); ``flat`` marks the groups whose standard error was 0 and is the
+    Agresti-Caffo floor.
     """
 
     se: np.ndarray
@@ -107,6 +112,8 @@ class PairedTest:
         self.p_exact = np.full(size, np.nan)
         self.exact_method = np.full(size, "", dtype=object)
         self.min_p = np.zeros(size)
+        self.exact_low = np.full(size, np.nan)
+        self.exact_high = np.full(size, np.nan)
 
     def set(self, groups: np.ndarray, **columns: Any) -> None:
         """Put the values a method found for ``groups`` in place."""
@@ -119,11 +126,11 @@ def paired_test(pairs: Pairs, mode: str, level: float) -> PairedTest:
     if mode == "random":
         test = paired_t(pairs, level)
         few = np.flatnonzero(((pairs.groups < FEW_GROUPS) | test.flat) & ~pairs.single)
-        test.set(few, **sign_flip(pairs, few))
+        test.set(few, **sign_flip(pairs, few, level))
     else:
         test = within_cases(pairs, level)
         several = np.flatnonzero(~pairs.single)
-        test.set(several, **exact_conditional(pairs, several))
+        test.set(several, **exact_conditional(pairs, several, level))
     single = np.flatnonzero(pairs.single)
     test.set(single, **exact_mcnemar(pairs, single, level))
     return test
@@ -168,40 +175,49 @@ def within_cases(pairs: Pairs, level: float) -> PairedTest:
     return _normal_theory(pairs, se, df, critical, p_value, flat, what)
 
 
-def sign_flip(pairs: Pairs, groups: np.ndarray) -> dict[str, Any]:
+def sign_flip(pairs: Pairs, groups: np.ndarray, level: float) -> dict[str, Any]:
     """The exact sign-flip (randomisation) test over cases, or over case groups.
 
     Under "no difference" each unit's summed difference is as likely to have either sign,
     so ``p`` is the share of the ``2^m`` sign assignments whose absolute sum is at least the
     observed one (Fisher 1935, *The Design of Experiments*, on Darwin's paired plants;
     :func:`~evalnb.analysis._exact.sign_flip_p`). The smallest p any outcome can give is
-    ``2 / 2^G``, known before the data is seen.
+    ``2 / 2^G``, known before the data is seen. Its interval is the set of shifts it does
+    not reject (:func:`~evalnb.analysis._exact.sign_flip_interval`).
     """
     unit = pairs.unit[groups]
+    intervals = [sign_flip_interval(pairs.sums[g], pairs.sizes[g], level) for g in groups]
     return {
         "p_exact": sign_flip_p([pairs.sums[g] for g in groups]),
         "exact_method": np.where(unit == "cases", "sign-flip over cases", "sign-flip over groups"),
         "min_p": sign_flip_min_p(pairs.groups[groups]),
+        "exact_low": [low for low, _ in intervals],
+        "exact_high": [high for _, high in intervals],
     }
 
 
-def exact_conditional(pairs: Pairs, groups: np.ndarray) -> dict[str, Any]:
+def exact_conditional(pairs: Pairs, groups: np.ndarray, level: float) -> dict[str, Any]:
     """The exact conditional test of the per-case 2x2 tables (A/B by pass/fail, one per case).
 
     Given each case's total passes, B's passes are hypergeometric under "no difference";
     B's total is their convolution, and the two-sided p sums the outcomes no more likely
     than the observed one: the exact test of a common odds ratio of 1 in K 2x2 tables
     (R's ``mantelhaen.test(exact = TRUE)``; Fisher's exact test with one case;
-    :func:`~evalnb.analysis._exact.stratified_exact_p`).
+    :func:`~evalnb.analysis._exact.stratified_exact_p`). Its interval is the set of common
+    odds ratios it does not reject, mapped to the mean per-case difference
+    (:func:`~evalnb.analysis._exact.conditional_interval`).
     """
-    found = [
-        stratified_exact_p(pairs.k_a[rows], pairs.n_a[rows], pairs.k_b[rows], pairs.n_b[rows])
-        for rows in (pairs.members[g] for g in groups)
-    ]
+    found, intervals = [], []
+    for rows in (pairs.members[g] for g in groups):
+        counts = (pairs.k_a[rows], pairs.n_a[rows], pairs.k_b[rows], pairs.n_b[rows])
+        found.append(stratified_exact_p(*counts))
+        intervals.append(conditional_interval(*counts, level))
     return {
         "p_exact": [p for p, _ in found],
         "min_p": [smallest for _, smallest in found],
         "exact_method": "exact conditional test of the per-case 2x2 tables",
+        "exact_low": [low for low, _ in intervals],
+        "exact_high": [high for _, high in intervals],
     }
 
 

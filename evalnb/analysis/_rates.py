@@ -64,7 +64,22 @@ def rates(
     out["level"] = level
     out["method"] = method
     out["pooled"] = (out["cases"].fillna(2) > 1).astype(bool)
-    return display.shown(out)
+    unchecked = _cases_without_checks(data) if source == "checks" else []
+    if not unchecked:
+        return display.shown(out)
+    shown = ", ".join(repr(c) for c in unchecked[:5]) + (", ..." if len(unchecked) > 5 else "")
+    note = f"{len(unchecked)} of the run's cases have no check, so no rate counts them: {shown}"
+    display.caution(note)
+    return display.result(out, lambda frame: display.note_html(note))
+
+
+def _cases_without_checks(data: Run | pd.DataFrame) -> list[str]:
+    """The ids of a run's cases that no stored check result names (none of their checks
+    applied, or they have none): they are in no denominator, and a rate must say so."""
+    if not isinstance(data, Run) or data.cases.empty:
+        return []
+    checked = set(data.table("checks", ["case_id"])["case_id"].astype(str))
+    return sorted({str(c) for c in data.cases["case_id"]} - checked)
 
 
 def proportion_interval(

@@ -2,8 +2,9 @@
 HTML reports and the ``plot_compare`` subtitle all take their words from :func:`story`.
 
 The p shown is the one the verdict uses (``p_adjusted``: the larger of the interval's test
-and the exact test beside it, adjusted over the family), named by the test that gave it. When
-that test is not the one whose interval is shown, the same line says so.
+and the exact test beside it, adjusted over the family), named by the test that gave it. The
+interval shown is the one that test inverts (``interval_method``); when it is another
+method's, or not adjusted as the p is, the same line says so.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class Story:
 
     verdict: str  #: "v2 better", "v1 better" or "can't tell yet", the variants named
     difference: str  #: "+25.0 pp"
-    interval: str  #: "95% CI +9.1 to +40.9 pp"
+    interval: str  #: "95% CI +9.1 to +40.9 pp", "95% CI, unadjusted, ..." beside a Holm p
     rates: str  #: "70.0% → 95.0%"
     test: str  #: "p = 0.125 (sign-flip over cases); 4 paired cases"
     methods: str  #: "interval: paired t across cases; verdict: sign-flip over cases", or ""
@@ -78,11 +79,15 @@ def story(row: Mapping[str, Any]) -> Story:
     """The words of one row of :func:`evalnb.compare`'s frame."""
     label = str(row["verdict"]).replace("B ", f"{row['b']} ").replace("A ", f"{row['a']} ")
     level = f"{float(row['level']) * 100:g}%"
-    interval = f"{level} CI {_points(row['low'])} to {_points(row['high'])} pp"
+    adjust = row.get("adjust")
+    unadjusted = "" if adjust in (None, "none", "") else ", unadjusted"
+    interval = f"{level} CI{unadjusted} {_points(row['low'])} to {_points(row['high'])} pp"
     rates = f"{_percent(row['rate_a'])} → {_percent(row['rate_b'])}"
     decider = deciding_test(row)
     test = f"{p_phrase(row)}; {int(row['cases'])} paired cases"
-    methods = "" if decider == row["method"] else f"interval: {row['method']}; verdict: {decider}"
+    shown = str(row.get("interval_method") or row["method"])
+    same = shown in (decider, f"{decider}, inverted")
+    methods = "" if same else f"interval: {shown}; verdict: {decider}"
     note = row.get("note")
     note = note if isinstance(note, str) else ""
     return Story(label, f"{_points(row['diff'])} pp", interval, rates, test, methods, note)

@@ -99,11 +99,11 @@ def test_agreement_of_a_frame() -> None:
 
 def test_agreement_errors(drawn: Path) -> None:
     run = load(drawn)
-    with pytest.raises(ValueError, match="'by' must include 'case_id'"):
-        agreement(run, by="variant")
     with pytest.raises(ValueError, match=r"'at' must be a positive integer .*; got 0"):
         agreement(run, at=0)
     with pytest.raises(ValueError, match=r"'key' must be 'canonical', 'answer' or .*; got 'nope'"):
         agreement(run, key="nope")
     with pytest.raises(ValueError, match=r"'check' must be one check name"):
         agreement(run, check=["schema", "values"])
+    with pytest.raises(ValueError, match=r"'level' must be a number between 0 and 1"):
+        agreement(run, level=1.5)

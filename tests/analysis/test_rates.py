@@ -283,3 +283,29 @@ def test_frame_errors_say_what_is_missing() -> None:
         rates(pd.DataFrame({"check": ["x"], "case_id": ["a"], "outcome": [True]}))
     with pytest.raises(TypeError, match="'data' must be a Run"):
         rates([1, 2, 3])
+
+
+def test_a_case_with_no_check_is_named_in_the_note(tmp_path: Path) -> None:
+    import html
+    import json
+    import warnings
+
+    import evalnb
+
+    cases = tmp_path / "cases.jsonl"
+    rows = [
+        {"id": "checked", "prompt": "say hi", "checks": [{"type": "contains", "text": "hi"}]},
+        {"id": "bare", "prompt": "say hi"},
+    ]
+    cases.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    evalnb.run(
+        cases, evalnb.Function(lambda r: "hi"), repeats=2, out=tmp_path / "r", progress=False
+    )
+    run = load(tmp_path / "r")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = rates(run, by="variant")
+    said = [str(w.message) for w in caught]
+    assert said == ["1 of the run's cases have no check, so no rate counts them: 'bare'"]
+    assert said[0] in html.unescape(out._repr_html_())
+    assert out["cases"].tolist() == [1, 1] and out["n"].tolist() == [2, 2]

@@ -99,22 +99,28 @@ def test_all_pass_suite_interval_covers_the_truth() -> None:
         warnings.simplefilter("ignore", UserWarning)
         default = suite_rate(frame, by="experiment", check="ok")
         assert ((default["low"] <= truth) & (truth <= default["high"])).mean() >= 0.9
-        assert (default["method"] == "beta-binomial").all()
-        # never switching to the beta-binomial: n_eff is the number of cases, shrunk
-        floor = suite_rate(frame, by="experiment", check="ok", few_cases=0)
-        assert ((floor["low"] <= truth) & (truth <= floor["high"])).mean() >= 0.9
+        assert (default["method"] == "agresti_coull").all()
+        # every sample passed: the lower bound is Clopper-Pearson on the 10 cases, whatever
+        # the method; scipy's beta quantile is the reference
+        cases_bound = stats.beta.ppf(0.025, 10, 1)
+        assert default["low"].to_numpy() == pytest.approx(cases_bound)
+        asked = suite_rate(frame, by="experiment", check="ok", method="beta-binomial")
+        assert asked["low"].to_numpy() == pytest.approx(cases_bound)
 
 
 def test_five_all_pass_cases_count_as_five_not_as_every_sample() -> None:
     frame = suite_counts(np.full((1, 5), 25), 25)
     with pytest.warns(UserWarning, match="fewer than 10 cases"):
-        row = suite_rate(frame, by=None, check="ok", few_cases=0).iloc[0]
-    # n_eff = 5 cases with the small-sample shrink (z / t_4)^2; statsmodels
-    # proportion_confint(n_eff, n_eff, method="wilson")
+        row = suite_rate(frame, by=None, check="ok").iloc[0]
+    # n_eff = 5 cases with the small-sample shrink (z / t_4)^2, not 125 samples
     n_eff = 5 * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, 4)) ** 2
     assert row["n_eff"] == pytest.approx(n_eff)
-    assert row["low"] == pytest.approx(proportion_confint(n_eff, n_eff, method="wilson")[0])
-    assert row["low"] < 0.57 and row["high"] == 1.0  # Wilson 5/5 unshrunk is (0.566, 1)
+    # Every sample passed: five all-pass cases show only that most cases always pass. The
+    # lower bound is Clopper-Pearson on 5 of 5 cases (statsmodels proportion_confint(5, 5,
+    # method="beta")), 0.478; the beta-binomial's 0.664 assumed a shape of the case rates.
+    assert row["low"] == pytest.approx(proportion_confint(5, 5, method="beta")[0])
+    assert row["low"] == pytest.approx(0.4782, abs=1e-4) and row["high"] == 1.0
+    assert "Clopper-Pearson on the 5 cases (5 of 5)" in row["note"]
 
 
 # -- 3. one sample per case: interval, test and power from one method ---------------------

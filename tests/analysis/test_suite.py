@@ -21,10 +21,8 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_suite_rate_is_the_mean_of_case_rates_with_an_interval_across_cases(shop: Path) -> None:
-    # few_cases=0 keeps the interval across cases for these 4 cases; by default fewer
-    # than 15 cases take the beta-binomial interval (issue 17, item 9; checked below).
     with pytest.warns(UserWarning, match="fewer than 10 cases"):
-        out = suite_rate(load(shop), few_cases=0)
+        out = suite_rate(load(shop))
     v1 = out[out["variant"] == "v1"].iloc[0]
     rates = np.array([0.8, 0.7, 0.8, 1.0])
     se = rates.std(ddof=1) / 2
@@ -32,40 +30,67 @@ def test_suite_rate_is_the_mean_of_case_rates_with_an_interval_across_cases(shop
     assert v1["se"] == pytest.approx(se)
     assert (v1["cases"], v1["groups"], v1["repeats"], v1["samples"], v1["k"]) == (4, 4, 10, 40, 33)
     # n_eff = p(1-p)/se^2 capped at 40 samples, shrunk by (z/t_3)^2 for so few cases;
-    # the interval is statsmodels' Wilson on that effective n
+    # the interval is statsmodels' Agresti-Coull on that effective n (the default since
+    # issue 30; Wilson when asked)
     z, t = stats.norm.ppf(0.975), stats.t.ppf(0.975, 3)
     n_eff = min(0.825 * 0.175 / se**2, 40) * (z / t) ** 2
-    low, high = proportion_confint(0.825 * n_eff, n_eff, alpha=0.05, method="wilson")
+    low, high = proportion_confint(0.825 * n_eff, n_eff, alpha=0.05, method="agresti_coull")
     assert v1["n_eff"] == pytest.approx(n_eff)
     assert (v1["low"], v1["high"]) == pytest.approx((low, high))
     assert v1["design_effect"] == pytest.approx(se**2 / (0.825 * 0.175 / 40))
-    assert v1["basis"] == "across cases" and v1["method"] == "wilson"
+    assert v1["basis"] == "across cases" and v1["method"] == "agresti_coull"
     # wider than the pooled Wilson (0.6805, 0.9125), which assumes independent samples
     assert v1["low"] < 0.6805 and v1["high"] > 0.9125
     assert out["low"].min() >= 0 and out["high"].max() <= 1
     with pytest.warns(UserWarning, match="fewer than 10 cases"):
-        default = suite_rate(load(shop)).set_index("variant")
-    assert (default["method"] == "beta-binomial").all()
-    assert default.loc["v1", "note"].endswith("chosen: 4 cases (< 15)")
-    assert default.loc["v1", "estimate"] == pytest.approx(0.825)
-    assert np.isnan(default.loc["v1", "n_eff"])
+        wilson = suite_rate(load(shop), method="wilson").set_index("variant")
+    low, high = proportion_confint(0.825 * n_eff, n_eff, alpha=0.05, method="wilson")
+    assert (wilson.loc["v1", "low"], wilson.loc["v1", "high"]) == pytest.approx((low, high))
+    with pytest.warns(UserWarning, match="fewer than 10 cases"):
+        asked = suite_rate(load(shop), few_cases=15).set_index("variant")
+    assert (asked["method"] == "beta-binomial").all()
+    assert asked.loc["v1", "note"].endswith("chosen: 4 cases (< 15)")
+    assert asked.loc["v1", "estimate"] == pytest.approx(0.825)
+    assert np.isnan(asked.loc["v1", "n_eff"])
 
 
 def test_no_spread_across_cases_is_not_certainty(tmp_path: Path) -> None:
     # Before issue 17 this fell back to Wilson on all 120 samples pooled, (0.969, 1):
     # anti-conservative, repeats of a case are not independent trials.
     path = counts_run(tmp_path / "perfect", {"v": [10] * 12}, 10)
-    out = suite_rate(load(path), few_cases=0).iloc[0]
-    # n_eff = 12 groups, shrunk by (z / t_11)^2; statsmodels proportion_confint(n, n, "wilson")
+    out = suite_rate(load(path)).iloc[0]
+    # n_eff = 12 groups, shrunk by (z / t_11)^2
     n_eff = 12 * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, 11)) ** 2
-    expected = proportion_confint(n_eff, n_eff, method="wilson")
-    assert (out["low"], out["high"]) == pytest.approx((expected[0], 1.0))
     assert out["n_eff"] == pytest.approx(n_eff)
+    # every sample passed: the lower bound is Clopper-Pearson on the 12 cases, 12 of 12
+    # (statsmodels proportion_confint(12, 12, method="beta")), whatever the method
+    expected = proportion_confint(12, 12, method="beta")
+    assert (out["low"], out["high"]) == pytest.approx((expected[0], 1.0))
     assert out["basis"] == "across cases" and out["se"] == 0
     assert "n_eff is the number of groups" in out["note"]
-    chosen = suite_rate(load(path)).iloc[0]
+    assert "Clopper-Pearson on the 12 cases (12 of 12)" in out["note"]
+    chosen = suite_rate(load(path), method="beta-binomial").iloc[0]
     assert chosen["method"] == "beta-binomial" and chosen["high"] == 1.0
-    assert chosen["low"] < 0.969
+    assert chosen["low"] == pytest.approx(expected[0]) and chosen["low"] < 0.969
+
+
+def test_five_cases_fifty_repeats_one_failure_holds_its_estimate_and_the_truth() -> None:
+    """Issue 30: 5 cases x 50 repeats with one failure. The beta-binomial gave
+    [0.633, 0.9938] around 0.996, excluding its own estimate and a true 0.99."""
+    frame = pd.DataFrame({"case_id": range(5), "check": "ok", "k": [50, 50, 49, 50, 50], "n": 50})
+    with pytest.warns(UserWarning, match="fewer than 10 cases"):
+        row = suite_rate(frame, by=None, check="ok").iloc[0]
+    assert row["estimate"] == pytest.approx(0.996)
+    assert row["low"] <= 0.99 <= row["high"]
+    assert row["low"] <= row["estimate"] <= row["high"]
+    # Agresti-Coull on n_eff = min(p(1-p)/se^2, 250) (z/t_4)^2 (statsmodels proportion_confint)
+    se = np.array([1, 1, 0.98, 1, 1]).std(ddof=1) / np.sqrt(5)
+    n_eff = min(0.996 * 0.004 / se**2, 250) * (stats.norm.ppf(0.975) / stats.t.ppf(0.975, 4)) ** 2
+    low, _ = proportion_confint(0.996 * n_eff, n_eff, method="agresti_coull")
+    assert (row["low"], row["high"]) == pytest.approx((low, 1.0))
+    with pytest.warns(UserWarning, match="fewer than 10 cases"):
+        asked = suite_rate(frame, by=None, check="ok", method="beta-binomial").iloc[0]
+    assert asked["low"] <= asked["estimate"] <= asked["high"]  # held, whatever the method
 
 
 def test_cases_that_share_a_group_are_clustered(tmp_path: Path) -> None:

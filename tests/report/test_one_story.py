@@ -30,6 +30,8 @@ def test_the_demo_comparison_tells_one_story_everywhere(standin, tmp_path: Path)
     assert re.fullmatch(r"p = 0\.\d{3} \(sign-flip over cases\)", said), said
     assert row["p_adjusted"] == row["p_exact"] >= max(row["p_value"], 0.125)
     assert row["verdict"] == "can't tell yet"
+    assert row["interval_method"] == "sign-flip over cases, inverted"
+    assert row["low"] <= 0 <= row["high"]  # the inverted test's interval agrees with its verdict
     note = row["note"]
     assert "can reach p < 0.05" in note
 
@@ -41,7 +43,7 @@ def test_the_demo_comparison_tells_one_story_everywhere(standin, tmp_path: Path)
     for where, words in (("notebook", html.unescape(shown)), ("text", text)):
         assert said in words, where
         assert note in " ".join(words.split()), where
-        assert "interval: paired t across cases; verdict: sign-flip over cases" in words, where
+        assert "interval: paired t" not in words, where  # the interval is the verdict's
     assert said in markdown.replace("\\", "")
     assert said in html.unescape(page) and html.escape(note) in page
 
