@@ -83,7 +83,10 @@ def compare(
         - ``rate_a``, ``rate_b``: mean per-case pass rates over the paired cases;
         - ``diff``: mean of per-case (B - A); ``se``: its standard error;
         - ``df``: degrees of freedom (infinite for ``mode="fixed"``);
-        - ``low``, ``high``: interval for ``diff`` at ``level``, cut to [-1, 1]; ``level``;
+        - ``low``, ``high``: interval for ``diff`` at ``level``, cut to [-1, 1]: the one
+          the deciding test (the larger of ``p_value`` and ``p_exact``) inverts, so it
+          excludes 0 exactly when that test rejects (not adjusted for multiplicity);
+          ``level``;
         - ``p_value``: two-sided, for no difference, from ``method``;
         - ``p_exact``: the exact test beside it (``exact_method``), NaN when none is needed;
         - ``min_p``: the smallest p the verdict's exact test can give with these cases
@@ -96,12 +99,19 @@ def compare(
         - ``verdict``: "B better", "A better" or "can't tell yet";
         - ``mode``: "random" (generalises to new cases) or "fixed" (these cases);
         - ``method``: the test and interval used; ``exact_method``: the exact test;
+        - ``interval_method``: the test whose inversion ``low`` and ``high`` are;
         - ``unpaired``: cases only one side ran, left out;
         - ``comparisons``: comparisons in the family; ``adjust``: the adjustment used.
 
     >>> evalnb.compare(run, a="baseline", b="revised")     # doctest: +SKIP
     >>> evalnb.compare(run, a="baseline", b=["short", "polite", "strict"])  # doctest: +SKIP
     """
+    from evalnb.analysis._sequence import compare_sequence, is_sequential
+
+    if is_sequential(data) and by is None and on == "variant":
+        # An optionally stopped run: its own sequence, never a fixed-n interval.
+        out = compare_sequence(data, a=a, b=b, check=check, on=on)
+        return display.result(out, display.compare_summary)
     level = _args.level(level)
     _args.choice("mode", mode, MODES)
     adjust = _args.choice("adjust", "none" if adjust is None else adjust, ADJUSTMENTS)
@@ -160,8 +170,12 @@ def _compare_pair(
     out["rate_a"] = _mean_by(pairs.rate_a, pairs.ids, pairs.cases)
     out["rate_b"] = _mean_by(pairs.rate_b, pairs.ids, pairs.cases)
     out["diff"] = pairs.mean
-    for column in ("se", "df", "low", "high"):
+    for column in ("se", "df"):
         out[column] = getattr(test, column)
+    # The interval shown is the one the deciding test (the larger p) inverts.
+    exact_decides = (test.p_exact >= test.p_value) & np.isfinite(test.exact_low)
+    out["low"] = np.where(exact_decides, test.exact_low, test.low)
+    out["high"] = np.where(exact_decides, test.exact_high, test.high)
     out["level"] = level
     out["p_value"] = test.p_value
     out["p_exact"] = test.p_exact
@@ -173,6 +187,9 @@ def _compare_pair(
     out["mode"] = mode
     out["method"] = test.method
     out["exact_method"] = test.exact_method
+    out["interval_method"] = np.where(
+        exact_decides, [f"{m}, inverted" for m in test.exact_method], test.method
+    )
     unpaired = (
         wide[~wide["paired"]].groupby(keys, observed=True, dropna=False).size()
         if (~wide["paired"]).any()
@@ -230,9 +247,12 @@ def _adjust(out: pd.DataFrame, keys: list[str], adjust: str, alpha: float) -> pd
     several = (size[family] > 1) & (adjust != "none")
     out["note"] = [
         "; ".join(filter(None, [note, f"{adjust.capitalize()}-adjusted over {n} comparisons"]))
+        + _unreachable(adjust, n, smallest, alpha)
         if many
         else note
-        for note, n, many in zip(out["note"], size[family], several, strict=True)
+        for note, n, many, smallest in zip(
+            out["note"], size[family], several, out["min_p"], strict=True
+        )
     ]
     significant = adjusted < alpha
     mean = out["diff"].to_numpy(dtype=float)
@@ -240,6 +260,24 @@ def _adjust(out: pd.DataFrame, keys: list[str], adjust: str, alpha: float) -> pd
         significant & (mean > 0), B_BETTER, np.where(significant & (mean < 0), A_BETTER, CANT_TELL)
     )
     return out
+
+
+def _unreachable(adjust: str, comparisons: int, smallest: float, alpha: float) -> str:
+    """The note when the adjustment puts alpha out of reach although the raw p could reach it.
+
+    Holm and Bonferroni multiply the smallest p of the family by the number of comparisons,
+    so no adjusted p can be below ``comparisons * min_p``; Benjamini-Hochberg leaves the
+    smallest possible p as it is.
+    """
+    if adjust not in ("holm", "bonferroni") or not smallest < alpha:
+        return ""
+    reach = comparisons * smallest
+    if reach < alpha:
+        return ""
+    return (
+        f"; no adjusted p can reach {alpha:g} (the smallest exact p, {smallest:.3g}, times "
+        f"{comparisons} is {min(reach, 1.0):.3g}): the verdict can only be can't tell yet"
+    )
 
 
 def compare_cases(

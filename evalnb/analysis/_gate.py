@@ -21,6 +21,7 @@ from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._agreement import agreement
 from evalnb.analysis._compare import A_BETTER, compare
+from evalnb.analysis._flaky import FLAKY, flakiness
 from evalnb.analysis._format import interval_text, signed, text_table
 from evalnb.analysis._frames import Run
 from evalnb.analysis._rates import rates
@@ -40,7 +41,9 @@ class GatePolicy:
     - ``min_case_rate``: every case's pass rate >= this (1.0: every draw passes);
     - ``every_case_passes``: every case passes at least once;
     - ``agreement``: True for every case to meet its ``agreement_min`` (case
-      metadata), or a number to require of every case;
+      metadata), or a number to require of every case; the estimate compared is the
+      modal share (:func:`evalnb.agreement`'s ``agreement``), which reads high with few
+      draws, and the detail gives the unbiased pairwise agreement beside it;
     - ``no_worse_than``: a variant the others are compared with (paired, across
       cases); a rule fails when the comparison says that variant is better;
     - ``baseline``: an earlier run directory of the same cases; a rule per variant fails
@@ -50,7 +53,9 @@ class GatePolicy:
     - ``check``: the check the rates use (default ``"all"``, every check passed);
     - ``split``: only cases of this split (``"dev"`` or ``"heldout"``);
     - ``require_complete``: the run itself must have status ``complete``;
-    - ``level``: confidence level of intervals and of the comparison.
+    - ``level``: confidence level of intervals and of the comparison;
+    - ``no_flaky``: no case may be flaky (pass on some repeats and fail on others, see
+      :func:`evalnb.flakiness`).
     """
 
     min_rate: float | None = None
@@ -65,6 +70,7 @@ class GatePolicy:
     split: str | None = None
     require_complete: bool = True
     level: float = 0.95
+    no_flaky: bool = False
 
     def __post_init__(self) -> None:
         for name in ("min_rate", "min_case_rate", "margin"):
@@ -74,7 +80,7 @@ class GatePolicy:
         agreement_min = self.agreement
         if not (agreement_min is None or isinstance(agreement_min, bool)):
             _args.fraction("agreement", agreement_min)
-        for name in ("every_case_passes", "require_complete"):
+        for name in ("every_case_passes", "require_complete", "no_flaky"):
             if not isinstance(getattr(self, name), bool):
                 raise ArgumentError(f"{name!r} must be true or false; got {getattr(self, name)!r}")
         if self.variants is not None:
@@ -87,7 +93,7 @@ class GatePolicy:
         if not self.rules():
             raise ArgumentError(
                 "the gate policy has no rules: set at least one of min_rate, min_case_rate, "
-                "every_case_passes, agreement, no_worse_than, baseline"
+                "every_case_passes, agreement, no_worse_than, baseline, no_flaky"
             )
 
     @classmethod
@@ -113,6 +119,7 @@ class GatePolicy:
             ("agreement", self.agreement not in (None, False)),
             ("no_worse_than", self.no_worse_than is not None),
             ("baseline", self.baseline is not None),
+            ("no_flaky", self.no_flaky),
         ]
         return [name for name, on in chosen if on]
 
@@ -147,6 +154,8 @@ def gate(data: Run | pd.DataFrame, *, policy: GatePolicy | Mapping[str, Any]) ->
         rows += _comparison_rows(data, policy, variants)
     if policy.baseline is not None:
         rows += _baseline_rows(data, policy, variants)
+    if policy.no_flaky:
+        rows += _flaky_rows(data, policy, variants)
     return display.result(pd.DataFrame(rows, columns=RESULT_COLUMNS), display.gate_summary)
 
 
@@ -213,6 +222,23 @@ def _case_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list[dict[
             detail = _case_list(never, len(cases), "never passed")
             fewest = float(cases["k"].min())
             rows.append(_row("every_case_passes", variant, policy.check, fewest, ">=", 1.0, detail))
+    return rows
+
+
+def _flaky_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list[dict[str, Any]]:
+    verdicts = _only(
+        flakiness(data, _split(policy), check=policy.check, level=policy.level), policy
+    )
+    verdicts = verdicts[verdicts["n"] > 0]
+    rows = []
+    for variant in variants:
+        cases = verdicts[verdicts["variant"].astype(object) == variant]
+        if cases.empty:
+            rows.append(_missing("no_flaky", variant, policy))
+            continue
+        flaky = cases[cases["verdict"] == FLAKY]
+        detail = _case_list(flaky, len(cases), "flaky")
+        rows.append(_row("no_flaky", variant, policy.check, float(len(flaky)), "==", 0.0, detail))
     return rows
 
 
@@ -297,13 +323,14 @@ def _agreement_rows(data: Any, policy: GatePolicy, variants: list[str]) -> list[
         cases = table[(table["variant"].astype(object) == variant) & table["minimum"].notna()]
         failing = cases[cases["agreement"] < cases["minimum"] - 1e-9]
         shown = ", ".join(
-            f"{row.case_id} ({row.agreement:.2f} < {row.minimum:.2f})"
+            f"{row.case_id} ({row.agreement:.2f} < {row.minimum:.2f}; pairwise {row.pairwise:.2f})"
             for row in failing.head(5).itertuples(index=False)
         )
         detail = (
-            f"all {len(cases)} cases agree enough"
+            f"all {len(cases)} cases agree enough (modal share >= agreement_min)"
             if failing.empty
-            else f"{len(failing)} of {len(cases)} cases below their minimum: {shown}"
+            else f"{len(failing)} of {len(cases)} cases below their minimum (modal share, "
+            f"which reads high with few draws; pairwise agreement beside it): {shown}"
         )
         rows.append(
             _row("agreement", variant, "", float(len(failing)), "==", 0.0, detail)

@@ -83,6 +83,7 @@ def power(
     within_var: float | None = None,
     level: float = 0.95,
     power: float = 0.8,
+    advise: bool = False,
 ) -> pd.DataFrame:
     """Minimum detectable difference, cases or repeats needed, or power, for a design.
 
@@ -103,12 +104,19 @@ def power(
     and ``between_var`` is taken as 0 unless given. ``within_var`` and
     ``between_var`` override the estimates. ``level`` is 1 - alpha (two-sided).
 
+    ``advise=True`` answers "add cases or add repeats?" for one ``diff``: from the current
+    design (the pilot's, or ``cases`` and ``repeats``) and its within- and between-case
+    variances, a row for the cases needed at the current repeats and one for the repeats
+    needed at the current cases, with ``advice``, ``added_samples`` (per variant) and
+    ``cheaper`` (the row needing fewer samples).
+
     Returns:
         DataFrame, one row per design, columns: ``solve_for`` (``"diff"``,
         ``"cases"``, ``"repeats"`` or ``"power"``), ``cases``, ``repeats``,
         ``samples`` (per variant), ``diff``, ``power``, ``level``, ``sd`` (of an
         observed per-case difference), ``within_var``, ``between_var``,
-        ``variance_source``, ``method``, ``note``.
+        ``variance_source``, ``method``, ``note``; with ``advise=True`` also ``advice``,
+        ``added_samples`` and ``cheaper``.
 
     >>> evalnb.power(rate=0.8, cases=[20, 40], repeats=5)     # doctest: +SKIP
     """
@@ -124,8 +132,12 @@ def power(
         between, between_source = estimate["between_var"], estimate["between_source"]
     else:
         between, between_source = 0.0, "assumed 0 (give between_var or a pilot)"
-    solve, case_list, repeat_list, diff_list = _designs(cases, repeats, diff, rate, estimate)
     alpha = 1 - level
+    if advise:
+        design = _Design(rate, within, between, alpha, power)
+        sources = f"within: {source}; between: {between_source}"
+        return _advise(design, cases, repeats, diff, estimate, level, between, sources)
+    solve, case_list, repeat_list, diff_list = _designs(cases, repeats, diff, rate, estimate)
     rows = []
     for c, r, d in itertools.product(
         case_list or (None,), repeat_list or (None,), diff_list or (None,)
@@ -139,6 +151,43 @@ def power(
         )
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _advise(
+    design: _Design,
+    cases: Any,
+    repeats: Any,
+    diff: Any,
+    estimate: dict[str, Any],
+    level: float,
+    between: float,
+    sources: str,
+) -> pd.DataFrame:
+    """Two ways to reach the target power for ``diff``: more cases at the current repeats,
+    or more repeats at the current cases; the cheaper one in samples."""
+    now_cases = cases if cases is not None else estimate.get("cases")
+    now_repeats = repeats if repeats is not None else estimate.get("repeats")
+    if not (is_number(diff) and is_number(now_cases, 2) and is_number(now_repeats, 1)):
+        raise ArgumentError(
+            "advise=True needs one 'diff' and the current design: a pilot, or 'cases' and "
+            f"'repeats'; got diff={diff!r}, cases={now_cases!r}, repeats={now_repeats!r}"
+        )
+    have_cases, have_repeats = int(float(now_cases)), int(float(now_repeats))  # type: ignore[arg-type]
+    now = have_cases * have_repeats
+    rows = []
+    for advice, solve, c, r in (
+        ("add cases", "cases", None, have_repeats),
+        ("add repeats", "repeats", have_cases, None),
+    ):
+        row = design.solve(solve, c, r, float(diff))
+        row.update(level=level, between_var=between, variance_source=sources, advice=advice)
+        samples = row["samples"]
+        row["added_samples"] = max(0.0, samples - now) if math.isfinite(samples) else math.inf
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=[*COLUMNS, "advice", "added_samples"])
+    needed = out["samples"].astype(float)
+    out["cheaper"] = needed == needed.min()
+    return out
 
 
 def _checked(power: Any, rate: Any, between_var: Any, within_var: Any) -> float | None:

@@ -20,6 +20,10 @@ An experiment file is TOML; paths in it are relative to the file::
 
     [defaults]                # applied to every case, as a cases file's own defaults
     checks = [{ type = "word_count", max = 80 }]
+
+    [until]                   # run until decided (evalnb.Decided): a baseline, b one or more
+    a = "v1"
+    b = "v2"                  # or ["v2", "v3"]; alpha = 0.05, margin = 0.05, check = "all"
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ _TOP = (
     "variants",
     "judge",
     "defaults",
+    "until",
 )
 _TARGET = (
     "containment",
@@ -76,6 +81,7 @@ _VARIANT = (
     "params",
 )
 _JUDGE = ("model", "base_url", "api_key_env")
+_UNTIL = ("a", "b", "alpha", "margin", "check")
 
 
 @dataclass
@@ -83,7 +89,8 @@ class Experiment:
     """The settings of an experiment file, paths resolved.
 
     ``judge`` is the ``[judge]`` table (``model``, ``base_url``, ``api_key_env``) and
-    ``defaults`` the ``[defaults]`` table, validated, applied to every case.
+    ``defaults`` the ``[defaults]`` table, validated, applied to every case; ``until`` the
+    ``[until]`` table, the arguments of ``evalnb.Decided``.
     """
 
     path: Path
@@ -93,6 +100,7 @@ class Experiment:
     settings: dict[str, Any] = field(default_factory=dict)
     judge: dict[str, Any] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
+    until: dict[str, Any] = field(default_factory=dict)
 
 
 def _read_text(path: Path, where: str) -> str:
@@ -147,6 +155,21 @@ def _judge(raw: Any, path: Path) -> dict[str, Any]:
             raise CasesError(f"{path}: 'judge.{key}' must be a non-empty string; got {value!r}")
     if "model" not in raw:
         raise CasesError(f"{path}: 'judge.model' is required (the judge model's name)")
+    return dict(raw)
+
+
+def _until(raw: Any, path: Path) -> dict[str, Any]:
+    """The ``[until]`` table: the arguments of ``evalnb.Decided``, which checks their values."""
+    if not isinstance(raw, dict):
+        raise CasesError(f"{path}: 'until' must be a table; got {raw!r}")
+    for key in raw:
+        if key not in _UNTIL:
+            raise CasesError(
+                f"{path}: 'until.{key}' is not a stopping-rule field (fields: {', '.join(_UNTIL)})"
+            )
+    for key in ("a", "b"):
+        if key not in raw:
+            raise CasesError(f"{path}: 'until.{key}' is required (a variant name)")
     return dict(raw)
 
 
@@ -215,6 +238,7 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
         },
         judge=_judge(data["judge"], path) if "judge" in data else {},
         defaults=_defaults(data["defaults"], path) if "defaults" in data else {},
+        until=_until(data["until"], path) if "until" in data else {},
     )
 
 

@@ -111,6 +111,12 @@ def add_gate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPars
         help="every case passes at least once",
     )
     parser.add_argument(
+        "--no-flaky",
+        action="store_true",
+        default=None,
+        help="no case is flaky (an exact interval on its own pass rate excludes 0 and 1)",
+    )
+    parser.add_argument(
         "--agreement",
         nargs="?",
         const=True,
@@ -174,6 +180,7 @@ def policy_from_args(args: argparse.Namespace) -> GatePolicy:
         "min_rate": args.min_rate,
         "min_case_rate": args.min_case_rate,
         "every_case_passes": args.every_case_passes,
+        "no_flaky": args.no_flaky,
         "agreement": _agreement_flag(args.agreement),
         "no_worse_than": args.no_worse_than,
         "baseline": args.baseline,
@@ -248,7 +255,7 @@ def _write_junit(path: str, run: Any, result: Any, policy: GatePolicy | None) ->
         per_case = rates(run, by=["variant", "case_id"], check=policy.check, level=policy.level)
         if policy.variants is not None:
             per_case = per_case[per_case["variant"].astype(str).isin(policy.variants)]
-        cases = case_rows(per_case, policy.min_case_rate)
+        cases = case_rows(per_case, policy.min_case_rate, no_flaky=policy.no_flaky)
     try:
         write_text_file(path, junit_xml(result, cases))
     except OSError as exc:

@@ -51,11 +51,16 @@ def junit_xml(result: pd.DataFrame, cases: pd.DataFrame | None = None, name: str
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def case_rows(per_case: pd.DataFrame, min_case_rate: float | None) -> pd.DataFrame:
+def case_rows(
+    per_case: pd.DataFrame, min_case_rate: float | None, *, no_flaky: bool = False
+) -> pd.DataFrame:
     """Per case and variant: passes when its rate is at least ``min_case_rate`` (or, with
-    none, when it passed at least once). ``per_case`` is :func:`evalnb.rates` by variant
-    and case."""
+    none, when it passed at least once) and, with ``no_flaky``, when it is not flaky.
+    ``per_case`` is :func:`evalnb.rates` by variant and case; each detail ends with the
+    case's flakiness verdict (:func:`evalnb.flakiness`)."""
     import pandas as pd
+
+    from evalnb.analysis._flaky import FLAKY, case_verdicts
 
     scored = per_case[per_case["n"] > 0]
     rate = scored["k"] / scored["n"]
@@ -65,15 +70,20 @@ def case_rows(per_case: pd.DataFrame, min_case_rate: float | None) -> pd.DataFra
     else:
         passed = rate >= min_case_rate - 1e-12
         rule = f"rate >= {min_case_rate:g}"
+    verdicts = case_verdicts(scored["k"].to_numpy(), scored["n"].to_numpy())
+    if no_flaky:
+        passed = passed & (verdicts != FLAKY)
+        rule += ", not flaky"
     detail = [
-        f"{k}/{n} passed ({r:.3f}); {rule}"
-        for k, n, r in zip(scored["k"], scored["n"], rate, strict=True)
+        f"{k}/{n} passed ({r:.3f}); {rule}; {verdict} over {n} repeats"
+        for k, n, r, verdict in zip(scored["k"], scored["n"], rate, verdicts, strict=True)
     ]
     return pd.DataFrame(
         {
             "variant": scored["variant"].astype(str).to_numpy(),
             "case_id": scored["case_id"].astype(str).to_numpy(),
             "passed": passed.to_numpy(),
+            "verdict": verdicts,
             "detail": detail,
         }
     )

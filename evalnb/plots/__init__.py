@@ -1,5 +1,5 @@
 """Plots over the analysis frames: intervals, comparisons, agreement, latency, power,
-history.
+history, and the confidence sequence of a run until decided.
 
 Each function takes a frame (or a Run), draws on ``ax`` or on a new figure sized to
 its rows, and returns the Axes; none changes matplotlib's global settings. Variants
@@ -16,6 +16,7 @@ from evalnb.plots._history import plot_history
 from evalnb.plots._intervals import plot_intervals
 from evalnb.plots._latency import plot_latency
 from evalnb.plots._power import plot_power
+from evalnb.plots._sequence import plot_sequence
 
 __all__ = [
     "plot_agreement",
@@ -24,6 +25,7 @@ __all__ = [
     "plot_intervals",
     "plot_latency",
     "plot_power",
+    "plot_sequence",
     "render_png",
     "variant_colors",
 ]

@@ -30,6 +30,7 @@ from evalnb.analysis import _display as display
 from evalnb.analysis._agreement import agreement
 from evalnb.analysis._compare import compare, compare_cases
 from evalnb.analysis._cost import costs
+from evalnb.analysis._flaky import case_verdicts
 from evalnb.analysis._format import interval_text, number, share, signed, text_table
 from evalnb.analysis._frames import Run
 from evalnb.analysis._history import history
@@ -491,13 +492,20 @@ def _stable_order(table: pd.DataFrame) -> Any:
 
 def _cases_section(run: Run, check: str, level: float) -> Section:
     table = rates(run, ["case_id", "variant"], check=check, level=level)
+    verdicts = case_verdicts(table["k"].to_numpy(), table["n"].to_numpy())
     table = table.assign(
         cell=[
-            f"{share(k, n)} {number(e, 2)} ({number(lo, 2)} to {number(hi, 2)})"
+            f"{share(k, n)} {number(e, 2)} ({number(lo, 2)} to {number(hi, 2)}) {verdict}"
             if n
             else "unscored"
-            for k, n, e, lo, hi in zip(
-                table["k"], table["n"], table["estimate"], table["low"], table["high"], strict=True
+            for k, n, e, lo, hi, verdict in zip(
+                table["k"],
+                table["n"],
+                table["estimate"],
+                table["low"],
+                table["high"],
+                verdicts,
+                strict=True,
             )
         ]
     )
@@ -505,7 +513,11 @@ def _cases_section(run: Run, check: str, level: float) -> Section:
     wide = wide.reset_index().rename_axis(columns=None)
     wide.columns = [str(c) for c in wide.columns]
     wide = wide.astype(str).replace("nan", "")
-    notes = [f"passed/scored, rate and {level * 100:g}% Wilson interval per case and variant"]
+    notes = [
+        f"passed/scored, rate and {level * 100:g}% Wilson interval per case and variant, "
+        "then the case's flakiness verdict over its repeats (stable-pass, flaky or "
+        "stable-fail; see evalnb.flakiness)"
+    ]
     if len(wide) > MAX_CASES:
         notes.append(f"{len(wide) - MAX_CASES} more cases not shown (see evalnb.rates)")
         wide = wide.head(MAX_CASES)

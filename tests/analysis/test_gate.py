@@ -67,7 +67,8 @@ def test_agreement_rule_uses_case_minimums(tmp_path: Path) -> None:
     result = gate(run, policy={"agreement": True})
     rule = result[result["rule"] == "agreement"].iloc[0]
     assert not rule["passed"] and rule["value"] == 1
-    assert "refund_abstain_v1 (0.80 < 1.00)" in rule["detail"]
+    assert "refund_abstain_v1 (0.80 < 1.00; pairwise 0.60)" in rule["detail"]
+    assert "modal share" in rule["detail"]  # the detail names the estimate it compares
     assert gate(run, policy={"agreement": 0.8}).query("rule == 'agreement'")["passed"].all()
 
 

@@ -79,6 +79,21 @@ def test_gate_junit_is_read_by_a_junit_consumer(shop_run, tmp_path, capsys):
     }
 
 
+def test_gate_no_flaky_fails_the_flaky_cases_in_junit(shop_run, tmp_path, capsys):
+    per_case = evalnb.rates(evalnb.load(shop_run), by=["variant", "case_id"])
+    flaky = {(row.variant, row.case_id) for row in per_case.itertuples() if 0 < row.k < row.n}
+    assert flaky  # the stand-in's shop assistants pass some repeats and fail others
+    path = tmp_path / "gate.xml"
+    code = main(["gate", str(shop_run), "--no-flaky", "--junit", str(path), "--junit-cases"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "no_flaky" in out
+    rules, cases = list(JUnitXml.fromfile(str(path)))
+    assert {c.name for c in rules if not c.is_passed} == {f"no_flaky [{v}]" for v, _ in flaky}
+    failed = {(c.classname.rsplit(".", 1)[-1], c.name) for c in cases if not c.is_passed}
+    assert flaky <= failed
+
+
 def test_junit_cases_needs_junit(shop_run, capsys):
     assert main(["gate", str(shop_run), "--min-rate", "0.5", "--junit-cases"]) == 2
     assert capsys.readouterr().err.strip() == (
