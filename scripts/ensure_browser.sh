@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # The review panel's browser test drives Debian's Chromium (never a browser downloaded by a
-# test tool). `make test` calls this first: as root it installs Chromium when missing;
-# otherwise it stops before the tests with the one command that would.
+# test tool), and the javascript checks run in Debian's Node.js. `make test` calls this
+# first: as root it installs what is missing; otherwise it stops before the tests with the
+# one command that would.
 set -euo pipefail
 
-command -v chromium >/dev/null 2>&1 && exit 0
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || missing+=(nodejs)
+[ "${#missing[@]}" -eq 0 ] && exit 0
 
-install="apt-get update && apt-get install -y --no-install-recommends chromium"
+install="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "make test: the browser test needs Debian's Chromium; run: sudo sh -c '$install'" >&2
+    echo "make test: the tests need Debian's ${missing[*]}; run: sudo sh -c '$install'" >&2
     exit 2
 fi
-echo "make test: installing Debian's Chromium for the browser test (once)..." >&2
+echo "make test: installing Debian's ${missing[*]} for the tests (once)..." >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends chromium >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 command -v chromium >/dev/null 2>&1 || {
     echo "make test: apt-get installed chromium, but no 'chromium' is on PATH" >&2
+    exit 2
+}
+command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || {
+    echo "make test: apt-get installed nodejs, but no 'node' is on PATH" >&2
     exit 2
 }

@@ -33,11 +33,15 @@ from evalnb._types import Case, CheckResult, Sample
 
 # The modules below register their check types on import.
 from evalnb.checks import _answers as _answers
+from evalnb.checks import _extract as _extract
+from evalnb.checks import _graders as _graders
+from evalnb.checks import _javascript as _javascript
 from evalnb.checks import _judge as _judge
 from evalnb.checks import _lexical as _lexical
 from evalnb.checks import _observed as _observed
 from evalnb.checks import _python as _python
 from evalnb.checks import _reference as _reference
+from evalnb.checks import _similar as _similar
 from evalnb.checks import _trace as _trace
 from evalnb.checks._base import (
     CHECK_TIMEOUT,

@@ -20,7 +20,14 @@ __all__ = [
     "import_command",
 ]
 
-IMPORT_FORMATS = ("promptfoo", "inspect", "openai-evals", "inspect-log", "promptfoo-results")
+IMPORT_FORMATS = (
+    "promptfoo",
+    "inspect",
+    "openai-evals",
+    "lm-eval",
+    "inspect-log",
+    "promptfoo-results",
+)
 EXPORT_FORMATS = ("csv", "jsonl", "eee", "inspect-scores")
 
 
@@ -31,12 +38,19 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     parser.add_argument("source", metavar="SOURCE", help="the other tool's file")
     parser.add_argument(
+        "name",
+        nargs="?",
+        metavar="EVAL_NAME",
+        help="openai-evals: the eval to read from a registry YAML (SOURCE)",
+    )
+    parser.add_argument(
         "--out", required=True, metavar="DEST", help="new folder (a suite) or run directory (a log)"
     )
     parser.add_argument(
         "--field",
         metavar="MAP",
-        help="inspect: field names, like Inspect's FieldSpec (input=question,target=answer)",
+        help="inspect: field names, like Inspect's FieldSpec (input=question,target=answer); "
+        "a dotted path (choices=choices.text) reads a nested field",
     )
     parser.add_argument(
         "--scorer", metavar="NAME", help="inspect: the check standing for the task's scorer"
@@ -46,6 +60,11 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         default="Match",
         metavar="CLASS",
         help="openai-evals: Match, Includes, FuzzyMatch or ModelBasedClassify",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="FILE",
+        help="lm-eval: the task's documents (JSONL, JSON, CSV or Parquet)",
     )
     parser.add_argument(
         "--repeats", type=int, default=5, metavar="N", help="suites: repeats to plan"
@@ -156,6 +175,17 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
         raise UsageError("--field and --scorer apply to the inspect format only")
     if args.format != "promptfoo" and args.allow_outside:
         raise UsageError("--allow-outside applies to the promptfoo format only")
+    if args.format != "lm-eval" and args.data:
+        raise UsageError("--data applies to the lm-eval format only")
+    registry = args.format == "openai-evals" and args.source.endswith((".yaml", ".yml"))
+    if registry and not args.name:
+        raise UsageError(
+            "openai-evals REGISTRY.yaml needs the eval's name: REGISTRY.yaml EVAL_NAME"
+        )
+    if args.name and not registry:
+        raise UsageError(
+            f"EVAL_NAME applies to an openai-evals registry YAML only; got {args.name!r}"
+        )
     limits = _limits(args)
     if args.format == "promptfoo":
         result = importers.import_promptfoo(
@@ -173,6 +203,14 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
             scorer=args.scorer,
             repeats=args.repeats,
             limits=limits,
+        )
+    elif registry:
+        result = importers.import_openai_evals_registry(
+            args.source, args.name, args.out, repeats=args.repeats, limits=limits
+        )
+    elif args.format == "lm-eval":
+        result = importers.import_lm_eval(
+            args.source, args.out, data=args.data, repeats=args.repeats, limits=limits
         )
     elif args.format == "openai-evals":
         result = importers.import_openai_evals(

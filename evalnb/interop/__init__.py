@@ -1,6 +1,7 @@
 """Other tools' suites and logs in, evalnb's runs out.
 
-Importers: suites become a cases file (YAML) and an experiment file (TOML) for ``evalnb
+Importers (promptfoo configs, Inspect datasets, openai/evals samples and registry entries,
+lm-eval task YAML): suites become a cases file (YAML) and an experiment file (TOML) for ``evalnb
 run``; logs (Inspect, promptfoo results) become run directories, all through one writer
 (``_runs.ImportedRun``) and evalnb's store. What cannot be expressed is listed by name
 and place (:class:`Unsupported`), in the report and in ``imported.json``. Files from other
@@ -18,10 +19,11 @@ from typing import Any
 from evalnb.interop._bounded import Limits
 from evalnb.interop._inspect_dataset import import_inspect
 from evalnb.interop._inspect_log import import_inspect_log
-from evalnb.interop._openai_evals import import_openai_evals
+from evalnb.interop._lmeval import import_lm_eval
+from evalnb.interop._openai_evals import import_openai_evals, import_openai_evals_registry
 from evalnb.interop._promptfoo import import_promptfoo
 from evalnb.interop._promptfoo_results import import_promptfoo_results
-from evalnb.interop._suite import ImportResult, Unsupported
+from evalnb.interop._suite import ImportResult, Note, Unsupported
 
 _EXPORTS = ("EEE_SCHEMA_VERSION", "export_eee", "export_inspect_scores", "export_samples")
 
@@ -29,13 +31,16 @@ __all__ = [
     "EEE_SCHEMA_VERSION",
     "ImportResult",
     "Limits",
+    "Note",
     "Unsupported",
     "export_eee",
     "export_inspect_scores",
     "export_samples",
     "import_inspect",
     "import_inspect_log",
+    "import_lm_eval",
     "import_openai_evals",
+    "import_openai_evals_registry",
     "import_promptfoo",
     "import_promptfoo_results",
 ]

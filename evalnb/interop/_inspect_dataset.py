@@ -17,9 +17,11 @@ import regex
 
 from evalnb._exceptions import ArgumentError
 from evalnb.interop._bounded import Limits, Sources
-from evalnb.interop._records import messages, records
+from evalnb.interop._records import Images, messages, records
+from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
     ImportResult,
+    Note,
     Unsupported,
     parse_json,
     reading,
@@ -67,6 +69,25 @@ def _target(value: Any) -> Any:
     )
 
 
+_MISSING = object()
+
+
+def _get(record: dict[str, Any], path: str) -> Any:
+    """The value at ``path`` in ``record``: a key, or a dotted path into nested objects
+    (``choices.text``); :data:`_MISSING` when it leads nowhere."""
+    if path in record:
+        return record[path]
+    value: Any = record
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return _MISSING
+    return value
+
+
 def import_inspect(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
@@ -92,24 +113,26 @@ def import_inspect(
     if scorer is not None and scorer not in SCORERS:
         raise ArgumentError(f"'scorer' must be one of {', '.join(SCORERS)}; got {scorer!r}")
     metadata_fields = spec["metadata"].split("|") if fields and "metadata" in fields else None
+    images = Images(path, sources)
     unsupported: list[Unsupported] = []
     with reading(path):
         cases = []
         seen: set[str] = set()
         for n, (where, record) in enumerate(records(path, "Inspect dataset", sources), start=1):
-            raw_input = record.get(spec["input"])
-            if raw_input is None:
+            raw_input = _get(record, spec["input"])
+            if raw_input is _MISSING or raw_input is None:
                 raise source_error(
                     Path(where),
                     f"expected the input field {spec['input']!r} (map another with "
                     f"--field input=NAME); fields: {', '.join(record)}",
                 )
-            case: dict[str, Any] = {"id": str(record.get(spec["id"], n))}
+            given_id = _get(record, spec["id"])
+            case: dict[str, Any] = {"id": str(n if given_id is _MISSING else given_id)}
             if case["id"] in seen:
                 raise source_error(Path(where), f"'id' must be unique; got {case['id']!r} again")
             seen.add(case["id"])
             if isinstance(raw_input, list) and raw_input:
-                chat = messages(raw_input, where, unsupported)
+                chat = messages(raw_input, where, unsupported, images=images)
                 if chat is None:
                     continue
                 case["messages"] = chat
@@ -120,18 +143,12 @@ def import_inspect(
                     Path(where),
                     f"'{spec['input']}' must be text or chat messages; got {raw_input!r}",
                 )
-            target = _target(record.get(spec["target"]))
-            if target is not None:
-                case["target"] = target
-            choices = record.get(spec["choices"])
-            if isinstance(choices, str) and choices.strip().startswith("["):
-                choices = parse_json(choices, f"{where}: {spec['choices']!r}", "a list of choices")
-            if isinstance(choices, list) and choices:
-                case["choices"] = [str(c) for c in choices]
+            _reference(case, record, spec, where, unsupported)
             for name in _LEFT_OUT:
                 if record.get(name):
                     unsupported.append(Unsupported(name, where, "sample files/setup/sandbox"))
-            used = {spec[k] for k in ("input", "target", "choices", "id")} | set(_LEFT_OUT)
+            used = {spec[k].split(".")[0] for k in ("input", "target", "choices", "id")}
+            used |= {spec[k] for k in ("input", "target", "choices", "id")} | set(_LEFT_OUT)
             metadata = record.get("metadata") if spec["metadata"] == "metadata" else None
             extra = {k: v for k, v in record.items() if k not in used and k != "metadata"}
             if metadata_fields is not None:
@@ -144,5 +161,67 @@ def import_inspect(
                 case["checks"] = [check]
             cases.append(case)
         result = ImportResult("inspect", path, unsupported=unsupported, files=sources.files)
+        result.mapped = _mapped(path, spec, scorer, cases)
         judge = scorer == "model_graded_fact"
         return write_suite(result, dest, cases=cases, repeats=repeats, judge=judge)
+
+
+def _reference(
+    case: dict[str, Any],
+    record: dict[str, Any],
+    spec: dict[str, str],
+    where: str,
+    unsupported: list[Unsupported],
+) -> None:
+    """The case's target and choices from ``record``; a dotted ``--field`` path that leads
+    nowhere, or to no list of choices, is listed."""
+    for key in ("target", "choices"):
+        if "." in spec[key] and _get(record, spec[key]) is _MISSING:
+            unsupported.append(
+                Unsupported(
+                    f"--field {key}={spec[key]}",
+                    where,
+                    f"the path leads nowhere in this record: the case has no {key}",
+                )
+            )
+    raw_target = _get(record, spec["target"])
+    target = _target(None if raw_target is _MISSING else raw_target)
+    if target is not None:
+        case["target"] = target
+    choices = _get(record, spec["choices"])
+    if isinstance(choices, str) and choices.strip().startswith("["):
+        choices = parse_json(choices, f"{where}: {spec['choices']!r}", "a list of choices")
+    if isinstance(choices, list) and choices:
+        case["choices"] = [str(c) for c in choices]
+    elif choices is not _MISSING and choices is not None and spec["choices"] != "choices":
+        unsupported.append(
+            Unsupported(
+                f"--field choices={spec['choices']}",
+                where,
+                f"expected a list of choices there; got {shown(choices)}",
+            )
+        )
+
+
+def _mapped(
+    path: Path, spec: dict[str, str], scorer: str | None, cases: list[dict[str, Any]]
+) -> list[Note]:
+    """What the import mapped: renamed fields, the scorer's check, image parts."""
+    used = scorer or ("choice" if any("choices" in c for c in cases) else "includes")
+    mapped = [
+        Note(f"field {key}", str(path), f"read from {spec[key]!r}")
+        for key in ("input", "target", "choices", "id")
+        if spec[key] != key
+    ]
+    mapped.append(Note(f"scorer {used}", str(path), SCORERS[used]))
+    parts = sum(
+        1
+        for c in cases
+        for m in c.get("messages", [])
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    )
+    if parts:
+        mapped.append(Note("image parts", str(path), f"{parts} sent as image_url parts"))
+    return mapped

@@ -1,5 +1,13 @@
 """openai/evals samples (JSONL lines with an ``input`` chat list and an ``ideal`` string or
-list) as an evalnb suite; the eval class picks the check (:data:`EVAL_CLASSES`)."""
+list) as an evalnb suite; the eval class picks the check (:data:`EVAL_CLASSES`).
+
+A registry entry (``evals/registry/evals/NAME.yaml``) is read too:
+:func:`import_openai_evals_registry` follows the eval's ``id`` to its class and ``args``,
+reads ``samples_jsonl`` under the registry's ``data/`` folder, and for
+``ModelBasedClassify`` the ``modelgraded_spec`` under ``modelgraded/`` (its prompt becomes
+the judge's rubric, its passing choices named in it). A Git LFS pointer where the samples
+should be is named as one.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +17,18 @@ from typing import Any
 
 from evalnb._exceptions import ArgumentError
 from evalnb.interop._bounded import Limits, Sources
-from evalnb.interop._records import messages, records
-from evalnb.interop._suite import ImportResult, Unsupported, reading, source_error, write_suite
+from evalnb.interop._records import lfs_pointer, messages, records
+from evalnb.interop._shapes import shown
+from evalnb.interop._suite import (
+    ImportResult,
+    Note,
+    Unsupported,
+    reading,
+    source_error,
+    write_suite,
+)
 
-__all__ = ["EVAL_CLASSES", "import_openai_evals"]
+__all__ = ["EVAL_CLASSES", "import_openai_evals", "import_openai_evals_registry"]
 
 #: openai/evals eval classes and the check each becomes.
 EVAL_CLASSES: dict[str, dict[str, Any]] = {
@@ -25,6 +41,7 @@ EVAL_CLASSES: dict[str, dict[str, Any]] = {
         "type": "judge",
         "rubric": "The answer agrees with the ideal answer: {{ target }}",
     },
+    "JsonMatch": {"type": "json_match"},
 }
 
 
@@ -35,6 +52,9 @@ def import_openai_evals(
     eval_class: str = "Match",
     repeats: int = 5,
     limits: Limits | None = None,
+    check: dict[str, Any] | None = None,
+    notes: tuple[list[Unsupported], list[Note], list[Note]] | None = None,
+    sources: Sources | None = None,
 ) -> ImportResult:
     """Import an openai/evals samples JSONL into ``DEST/cases.yaml`` +
     ``DEST/experiment.toml``; the file is read within ``limits`` (default :class:`Limits`:
@@ -44,11 +64,11 @@ def import_openai_evals(
             f"'eval_class' must be one of {', '.join(EVAL_CLASSES)}; got {eval_class!r}"
         )
     path = Path(source)
-    sources = Sources(limits)
+    sources = sources or Sources(limits)
     if path.suffix != ".jsonl":
         raise source_error(path, "openai/evals samples must be a .jsonl file")
-    unsupported: list[Unsupported] = []
-    if eval_class == "ModelBasedClassify":
+    unsupported, mapped, approximated = notes or ([], [], [])
+    if eval_class == "ModelBasedClassify" and check is None:
         unsupported.append(
             Unsupported(
                 "modelgraded spec",
@@ -85,8 +105,130 @@ def import_openai_evals(
             extra = {k: v for k, v in record.items() if k not in ("input", "ideal")}
             if extra:
                 case["metadata"] = extra
-            case["checks"] = [dict(EVAL_CLASSES[eval_class])]
+            case["checks"] = [dict(check or EVAL_CLASSES[eval_class])]
             cases.append(case)
         result = ImportResult("openai-evals", path, unsupported=unsupported, files=sources.files)
+        if not mapped and not approximated:
+            how = f"{EVAL_CLASSES[eval_class]['type']} check"
+            mapped = [Note(f"class {eval_class}", str(path), how)]
+        result.mapped, result.approximated = mapped, approximated
         judge = eval_class == "ModelBasedClassify"
         return write_suite(result, dest, cases=cases, repeats=repeats, judge=judge)
+
+
+def _registry_yaml(path: Path, sources: Sources, what: str) -> Any:
+    import yaml  # type: ignore[import-untyped]
+
+    text = sources.text(path, what)
+    lfs_pointer(path, text)
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise source_error(path, f"not valid YAML ({str(exc).splitlines()[0]})") from None
+
+
+def _rubric(spec: dict[str, Any], where: Path) -> tuple[str, str]:
+    """A modelgraded spec as a judge rubric, and how it differs from the spec."""
+    prompt = spec.get("prompt")
+    if isinstance(prompt, list):  # a chat prompt: its text, in order
+        prompt = "\n\n".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict))
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise source_error(where, f"expected a modelgraded 'prompt'; got {shown(prompt)}")
+    choices = str(spec.get("choice_strings", ""))
+    scores = spec.get("choice_scores")
+    passing = (
+        [c for c, v in scores.items() if isinstance(v, int | float) and v >= 1]
+        if isinstance(scores, dict)
+        else []
+    )
+    text = (
+        prompt.replace("{ideal}", "{{ target }}")
+        .replace("{input}", "the question below")
+        .replace("{completion}", "the answer below")
+    )
+    if passing:
+        text += f"\n\nPASS when your choice would be {', '.join(passing)}; FAIL otherwise."
+    else:
+        text += "\n\nPASS when the answer is acceptable by the options above; FAIL otherwise."
+    how = (
+        f"the judge answers PASS/FAIL for the spec's choices {choices or '?'} "
+        f"(passing: {', '.join(passing) or 'judged from the options'}); {{input}} and "
+        "{completion} are the question and answer evalnb shows the judge"
+    )
+    return text, how
+
+
+def import_openai_evals_registry(
+    source: str | os.PathLike[str],
+    name: str,
+    dest: str | os.PathLike[str],
+    *,
+    repeats: int = 5,
+    limits: Limits | None = None,
+) -> ImportResult:
+    """Import the eval ``name`` of an openai/evals registry YAML (see the module); the
+    samples and spec files must lie inside the registry folder (``evals/``'s parent)."""
+    path = Path(source)
+    root = path.parent.parent if path.parent.name == "evals" else path.parent
+    sources = Sources(limits, root=root)
+    with reading(path):
+        registry = _registry_yaml(path, sources, "the openai/evals registry")
+        if not isinstance(registry, dict) or name not in registry:
+            names = ", ".join(sorted(k for k in (registry or {}) if "." not in str(k)))
+            raise source_error(path, f"names no eval {name!r}; evals here: {names}")
+        entry = registry[name]
+        if isinstance(entry, dict) and "id" in entry and "class" not in entry:
+            entry = registry.get(entry["id"])
+        if not isinstance(entry, dict) or not isinstance(entry.get("class"), str):
+            raise source_error(
+                path, f"{name}: expected an entry with a 'class'; got {shown(entry)}"
+            )
+        cls = entry["class"].rpartition(":")[2]
+        args = entry.get("args") or {}
+        mapped: list[Note] = []
+        approximated: list[Note] = []
+        unsupported: list[Unsupported] = []
+        where = f"{path}: {name}"
+        if cls not in EVAL_CLASSES:
+            raise source_error(
+                path,
+                f"{name}: class {entry['class']!r} is not one evalnb reads "
+                f"({', '.join(EVAL_CLASSES)})",
+            )
+        samples = args.get("samples_jsonl")
+        if not isinstance(samples, str):
+            raise source_error(path, f"{name}: expected args.samples_jsonl; got {shown(samples)}")
+        samples_path = sources.reference(root / "data" / "x", f"file://{samples}", where)[0]
+        check = dict(EVAL_CLASSES[cls])
+        if cls == "ModelBasedClassify":
+            spec_name = args.get("modelgraded_spec")
+            spec_ref = f"file://{spec_name}.yaml"
+            spec_path = sources.reference(root / "modelgraded" / "x", spec_ref, where)[0]
+            spec = _registry_yaml(spec_path, sources, "the modelgraded spec")
+            if isinstance(spec, dict) and "prompt" not in spec and spec_name in spec:
+                spec = spec[spec_name]  # the older layout: the spec under its own name
+            if not isinstance(spec, dict):
+                raise source_error(spec_path, f"expected a modelgraded spec; got {shown(spec)}")
+            check["rubric"], how = _rubric(spec, spec_path)
+            approximated.append(Note(f"modelgraded_spec {spec_name}", where, how))
+        else:
+            mapped.append(Note(f"class {cls}", where, f"{check['type']} check"))
+        if "eval_type" in args:
+            approximated.append(
+                Note(
+                    f"args.eval_type {args['eval_type']}",
+                    where,
+                    "evalnb's judge explains briefly, then answers PASS or FAIL",
+                )
+            )
+        for key in sorted(set(args) - {"samples_jsonl", "modelgraded_spec", "eval_type"}, key=str):
+            unsupported.append(Unsupported(f"args.{key}", where, "evalnb has no counterpart"))
+        return import_openai_evals(
+            samples_path,
+            dest,
+            eval_class=cls,
+            repeats=repeats,
+            check=check,
+            notes=(unsupported, mapped, approximated),
+            sources=sources,
+        )

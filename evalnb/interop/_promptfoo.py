@@ -28,12 +28,21 @@ from typing import Any
 import regex
 
 from evalnb._exceptions import ArgumentError
-from evalnb._types import check_template, render_template
+from evalnb._types import render_template
 from evalnb.interop._bounded import Limits, Sources, expanded_nodes
-from evalnb.interop._records import csv_rows
+from evalnb.interop._promptfoo_graders import (
+    CODE,
+    GRADERS,
+    code_reference,
+    grader_spec,
+    transformed_spec,
+)
+from evalnb.interop._promptfoo_prompts import Prompts, globbed, provider_variants
+from evalnb.interop._records import csv_rows, lfs_pointer
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
     ImportResult,
+    Note,
     Unsupported,
     parse_json,
     reading,
@@ -65,6 +74,20 @@ MAPPED = {
     "not-starts-with": "regex (a negative lookahead)",
     "not-regex": "regex (a negative lookahead)",
 }
+
+#: Assertion fields read (the others are listed as not imported).
+_ASSERTION_KEYS = {"type", "value", "threshold", "metric", "transform", "weight", "provider"}
+_JSON_PARSE = re.compile(r"^\s*JSON\.parse\(\s*output\s*\)\s*;?\s*$")
+
+
+def _named(raw: Any, templates: dict[str, Any]) -> str:
+    """The check's name: the assertion's ``metric``, else its type (a ``$ref`` read)."""
+    if isinstance(raw, dict) and "$ref" in raw:
+        raw = templates.get(str(raw["$ref"]).removeprefix("#/assertionTemplates/"), raw)
+    if isinstance(raw, dict) and isinstance(raw.get("metric"), str) and raw["metric"].strip():
+        return str(raw["metric"]).strip()
+    return str(raw.get("type")) if isinstance(raw, dict) and "type" in raw else "assertion"
+
 
 _EXPECTED = re.compile(r"^(?P<type>[a-z][a-z-]*)(?:\((?P<arg>[^)]*)\))?:(?P<value>.*)$", re.S)
 _CSV_ALIASES = {"grade": "llm-rubric", "fn": "javascript", "eval": "javascript"}
@@ -171,13 +194,19 @@ class _Importer:
         self.path = path
         self.sources = sources
         self.unsupported: list[Unsupported] = []
+        self.mapped: list[Note] = []
+        self.approximated: list[Note] = []
         self.templates: dict[str, Any] = {}
         self.judge = False
         self.taken: set[str] = set()
+        self.default_transforms: list[str] = []
         self.budget = sources.limits.yaml_nodes
 
     def skip(self, name: str, where: str, reason: str) -> None:
         self.unsupported.append(Unsupported(name, where, reason))
+
+    def approximate(self, name: str, where: str, how: str) -> None:
+        self.approximated.append(Note(name, where, how))
 
     def yaml(self, path: Path, text: str) -> Any:
         """The YAML in ``text``; its nodes come out of the budget the config shares with
@@ -206,52 +235,13 @@ class _Importer:
     # -- prompts ------------------------------------------------------------------
 
     def prompts(self, raw: Any) -> list[dict[str, Any]]:
-        if raw is None:
-            return [{"name": "baseline"}]
-        items = raw if isinstance(raw, list) else [raw]
-        found: list[tuple[str | None, str, str]] = []
-        for i, item in enumerate(items):
-            line = getattr(item, "line", 0)
-            where = f"{self.path}{f':{line}' if line else ''}: prompts[{i}]"
-            label = None
-            if isinstance(item, dict):
-                label = item.get("label") or item.get("id")
-                item = item.get("raw", item.get("id"))
-            if not isinstance(item, str):
-                self.skip("prompt", where, f"expected text or file://; got {_plain(item)!r}")
-                continue
-            if item.startswith("file://"):
-                suffix = Path(item).suffix
-                if suffix not in (".txt", ".md", ".j2", ".jinja", ""):
-                    self.skip(
-                        f"prompt {Path(item).name}",
-                        where,
-                        "only text prompt files become templates (chat JSON, .py, .js do not)",
-                    )
-                    continue
-                file, text = self.read(item, where)
-                parts = [p.strip("\n") for p in re.split(r"\n-{3,}\n", text) if p.strip()]
-                for j, part in enumerate(parts):
-                    name = label if label and len(parts) == 1 else f"{file.stem}-{j + 1}"
-                    found.append((name, part, f"{where} ({file.name} part {j + 1})"))
-            else:
-                found.append((label, item, where))
-        variants = []
-        for n, (label, text, where) in enumerate(found, start=1):
-            try:
-                check_template(text)
-            except ValueError as exc:
-                self.skip(f"prompt {n}", where, f"its template does not compile in Jinja2 ({exc})")
-                continue
-            name = str(label) if label else f"prompt-{n}"
-            variants.append({"name": re.sub(r"[^A-Za-z0-9_.-]+", "-", name), "template": text})
-        if not variants:
-            raise source_error(self.path, "no prompt could be imported (see the list above)")
-        return variants
+        return Prompts(self).variants(raw)
 
     # -- assertions ---------------------------------------------------------------
 
-    def assertion(self, raw: Any, where: str, context: dict[str, Any]) -> dict[str, Any] | None:
+    def assertion(
+        self, raw: Any, where: str, context: dict[str, Any], transforms: list[str]
+    ) -> dict[str, Any] | None:
         if isinstance(raw, dict) and "$ref" in raw:
             ref = str(raw["$ref"])
             name = ref.removeprefix("#/assertionTemplates/")
@@ -260,24 +250,84 @@ class _Importer:
             raw = self.templates[name]
         if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
             raise source_error(self.path, f"{where}: an assertion needs a 'type'; got {raw!r}")
-        kind, value = raw["type"], raw.get("value")
-        if kind not in MAPPED:
+        kind, value = raw["type"], _plain(raw.get("value"))
+        if kind not in MAPPED and kind not in GRADERS:
             self.skip(kind, where, "no evalnb check expresses it")
             return None
+        own = raw.get("transform")
+        if own is not None and not isinstance(own, str):
+            raise source_error(self.path, f"{where}: 'transform' must be text; got {own!r}")
+        transforms = [*transforms, *([own] if own else [])]
+        function = None
         if isinstance(value, str) and value.startswith("file://"):
-            file, value = self.read(value, where)
-            if kind in ("is-json", "contains-json") and file.suffix in _TEST_FILES[1:]:
-                value = self.data(file, value)
-        if isinstance(value, str) and "{{" in value and kind != "llm-rubric":
+            if kind in CODE:
+                ref, function = code_reference(value, kind)
+                if Path(ref).suffix != CODE[kind][0]:
+                    self.skip(kind, where, f"a {kind} grader file must end in {CODE[kind][0]}")
+                    return None
+                value = self.read(ref, where)[1]
+                function = function or CODE[kind][1]
+            else:
+                file, value = self.read(value, where)
+                if kind in ("is-json", "contains-json") and file.suffix in _TEST_FILES[1:]:
+                    value = _plain(self.data(file, value))
+        if isinstance(value, str) and "{{" in value and kind not in ("llm-rubric", *CODE):
             try:
                 value = _fill(value, context)
             except ValueError as exc:
                 self.skip(kind, where, f"its value uses a template evalnb cannot fill ({exc})")
                 return None
         try:
-            return self._spec(kind, value)
+            spec, how = self._mapped(kind, raw, value, function, transforms)
         except (TypeError, ValueError) as exc:
             raise source_error(self.path, f"{where}: {kind}: {exc}") from None
+        if spec is None:
+            self.skip(kind, where, how)
+            return None
+        for key in sorted(set(raw) - _ASSERTION_KEYS, key=str):
+            self.skip(f"{kind}.{key}", where, "this assertion field has no evalnb counterpart")
+        if isinstance(raw.get("weight"), int | float) and raw["weight"] != 1:
+            self.approximate(
+                f"{kind}.weight", where, "evalnb reports each check's rate; weights are not applied"
+            )
+        if how:
+            self.approximate(kind, where, how)
+        else:
+            self.mapped.append(Note(kind, where, GRADERS.get(kind) or MAPPED[kind]))
+        return spec
+
+    def _mapped(
+        self,
+        kind: str,
+        raw: dict[str, Any],
+        value: Any,
+        function: str | None,
+        transforms: list[str],
+    ) -> tuple[dict[str, Any] | None, str]:
+        """``(spec, how)``: the check and how it differs (empty text: it does not); a
+        None spec is a refusal and ``how`` its reason."""
+        if kind in GRADERS:
+            spec, how = grader_spec(kind, raw, value, function, transforms)
+            return spec, how or ""
+        if (
+            transforms
+            and kind in ("is-json", "contains-json")
+            and all(_JSON_PARSE.match(t) for t in transforms)
+        ):
+            how = "checks the answer text; the transform JSON.parse(output) only parses it"
+            return self._spec(kind, value), how
+        if transforms and kind == "llm-rubric":
+            how = f"the judge reads the answer as given, not after {transforms[-1]!r}"
+            return self._spec(kind, value), how
+        if transforms:
+            made = transformed_spec(kind, value, transforms)
+            if made is None:
+                reason = f"its transform {transforms[-1]!r} applies to javascript checks only"
+                return None, reason
+            return made
+        if kind == "llm-rubric" and raw.get("threshold") is not None:
+            return self._spec(kind, value), "judged pass/fail; promptfoo's score threshold unused"
+        return self._spec(kind, value), ""
 
     def _spec(self, kind: str, value: Any) -> dict[str, Any]:
         ignore = kind.removeprefix("not-").startswith("i")
@@ -322,7 +372,12 @@ class _Importer:
         return {"type": "regex", "pattern": pattern, "ignore_case": False}
 
     def checks(
-        self, raws: Any, where: str, context: dict[str, Any], taken: set[str]
+        self,
+        raws: Any,
+        where: str,
+        context: dict[str, Any],
+        taken: set[str],
+        transforms: list[str] | None = None,
     ) -> list[dict[str, Any]]:
         if raws is None:
             return []
@@ -332,10 +387,10 @@ class _Importer:
         for i, raw in enumerate(raws):
             line = getattr(raw, "line", 0)
             at = f"{self.path}:{line}" if line else where
-            spec = self.assertion(raw, f"{at}: {where}.assert[{i}]", context)
+            spec = self.assertion(raw, f"{at}: {where}.assert[{i}]", context, transforms or [])
             if spec is None:
                 continue
-            kind = raw.get("type") if isinstance(raw, dict) and "type" in raw else "assertion"
+            kind = _named(raw, self.templates)
             name, n = str(kind), 1
             while name in taken:
                 n += 1
@@ -420,7 +475,48 @@ class _Importer:
             if cell.strip() in ("is-json", "contains-json"):
                 return {"type": cell.strip()}
             return {"type": "equals", "value": cell}
-        return {"type": kind, "value": match["value"]}
+        out: dict[str, Any] = {"type": kind, "value": match["value"]}
+        if match["arg"]:
+            try:
+                out["threshold"] = float(match["arg"])
+            except ValueError:
+                raise source_error(
+                    Path(where), f"{column}: {kind}({match['arg']}) needs a number in ()"
+                ) from None
+        return out
+
+    def options(self, raw: Any, where: str) -> list[str]:
+        """A test's ``options``: its ``transform`` (kept for the checks); the others listed."""
+        if raw is None:
+            return []
+        if not isinstance(raw, dict):
+            raise source_error(self.path, f"{where}: 'options' must be an object; got {raw!r}")
+        for key in sorted(set(raw) - {"transform"}, key=str):
+            self.skip(f"options.{key}", where, "evalnb has no counterpart; left out")
+        transform = raw.get("transform")
+        if transform is None:
+            return []
+        if not isinstance(transform, str) or transform.startswith("file://"):
+            self.skip(
+                "options.transform",
+                where,
+                f"only an inline JavaScript transform is applied; got {_plain(transform)!r}",
+            )
+            return []
+        return [transform]
+
+    def var_file(self, ref: str, where: str) -> Any:
+        """A ``file://`` var: the file's text, or for a glob (``*``, ``?``, ``[``) the
+        text of each matching file, one case each (as promptfoo does)."""
+        if not any(c in ref for c in "*?["):
+            return self.read(ref, where)[1]
+        base = self.path.parent
+        matches = globbed(base, ref, where)
+        if not matches:
+            raise source_error(self.path, f"{where}: the glob {ref!r} matches no file")
+        texts = [self.read(f"file://{p.relative_to(base)}", where)[1] for p in matches]
+        self.mapped.append(Note("vars glob", where, f"{len(texts)} files, one case each"))
+        return texts
 
     def case(self, n: int, where: str, test: Any, defaults_vars: dict[str, Any]) -> list[Any]:
         if not isinstance(test, dict):
@@ -432,12 +528,14 @@ class _Importer:
             raise source_error(
                 self.path, f"{where}: 'metadata' must be an object; got {shown(test['metadata'])}"
             )
-        for key in sorted(set(test) - {"vars", "assert", "description", "metadata"}, key=str):
+        known = {"vars", "assert", "description", "metadata", "options"}
+        for key in sorted(set(test) - known, key=str):
             self.skip(f"test option {key!r}", where, "evalnb has no counterpart; left out")
+        transforms = self.options(test.get("options"), where) or self.default_transforms
         values = {}
         for key, value in raw_vars.items():
             if isinstance(value, str) and value.startswith("file://"):
-                value = self.read(value, f"{where}: vars.{key}")[1]
+                value = self.var_file(value, f"{where}: vars.{key}")
             values[key] = value if isinstance(value, list) else [value]
         keys = list(values)
         empty = [key for key, value in values.items() if not value]
@@ -460,11 +558,14 @@ class _Importer:
             if test.get("description"):
                 metadata["description"] = str(test["description"])
             case["metadata"] = metadata
-            before = len(self.unsupported)
-            checks = self.checks(test.get("assert"), f"tests[{n - 1}]", context, set(self.taken))
+            before = len(self.unsupported), len(self.approximated)
+            checks = self.checks(
+                test.get("assert"), f"tests[{n - 1}]", context, set(self.taken), transforms
+            )
             if j > 1:
                 # An expanded test's assertions are listed once, not once per case.
-                del self.unsupported[before:]
+                del self.unsupported[before[0] :]
+                del self.approximated[before[1] :]
             if checks:
                 case["checks"] = checks
             cases.append(case)
@@ -511,7 +612,9 @@ def import_promptfoo(
     sources = Sources(limits, root=path.parent, allow_outside=allow_outside)
     with reading(path):
         importer = _Importer(path, sources)
-        config = importer.yaml(path, sources.text(path, "the promptfoo config"))
+        text = sources.text(path, "the promptfoo config")
+        lfs_pointer(path, text)
+        config = importer.yaml(path, text)
         return _import(importer, config, dest, repeats)
 
 
@@ -527,14 +630,16 @@ def _import(
     if not isinstance(templates, dict):
         raise source_error(path, f"'assertionTemplates' must be an object; got {shown(templates)}")
     importer.templates = templates
-    variants = importer.prompts(config.get("prompts"))
-    providers = config.get("providers") or []
-    for i, provider in enumerate(providers if isinstance(providers, list) else [providers]):
-        name = provider if isinstance(provider, str) else _plain(provider)
+    prompts = importer.prompts(config.get("prompts"))
+    variants = provider_variants(importer, prompts, config.get("providers"))
+    derived = config.get("derivedMetrics")
+    for i, metric in enumerate(derived if isinstance(derived, list) else [derived] * bool(derived)):
+        name = metric.get("name") if isinstance(metric, dict) else None
         importer.skip(
-            f"provider {name}",
-            f"{path}: providers[{i}]",
-            "one target per experiment: point experiment.toml at it (--base-url, --model)",
+            f"derivedMetrics {name or i}",
+            f"{path}:{getattr(metric, 'line', '?')}: derivedMetrics[{i}]",
+            "a formula over named scores is not a check: evalnb keeps each named check's "
+            "rate; compute the formula from rates() by check",
         )
     raw_default = config.get("defaultTest")
     default: dict[str, Any] = {}
@@ -547,9 +652,12 @@ def _import(
     taken: set[str] = set()
     if default:
         where = f"{path}:{getattr(default, 'line', '?')}"
-        for key in sorted(set(default) - {"vars", "assert"}, key=str):
+        for key in sorted(set(default) - {"vars", "assert", "options"}, key=str):
             importer.skip(f"defaultTest.{key}", where, "evalnb has no counterpart; left out")
-        checks = importer.checks(default.get("assert"), "defaultTest", default_vars, taken)
+        importer.default_transforms = importer.options(default.get("options"), where)
+        checks = importer.checks(
+            default.get("assert"), "defaultTest", default_vars, taken, importer.default_transforms
+        )
         if checks:
             defaults["checks"] = checks
     importer.taken = taken
@@ -557,6 +665,7 @@ def _import(
     for n, (where, test) in enumerate(importer.test_items(config.get("tests")), start=1):
         cases += importer.case(n, where, test, default_vars)
     result = ImportResult("promptfoo", path, unsupported=importer.unsupported)
+    result.mapped, result.approximated = importer.mapped, importer.approximated
     result.files = importer.sources.files
     return write_suite(
         result,
@@ -566,4 +675,28 @@ def _import(
         variants=variants,
         repeats=repeats,
         judge=importer.judge,
+        notes=_notes(cases, defaults),
     )
+
+
+def _notes(cases: list[dict[str, Any]], defaults: dict[str, Any]) -> list[str]:
+    """What the experiment file says a run needs beyond the target."""
+    specs = [c for case in cases for c in case.get("checks", [])]
+    specs += defaults.get("checks", [])
+    kinds = {c.get("type") for c in specs}
+    notes = []
+    if "similar" in kinds:
+        notes.append(
+            "similar checks embed through /v1/embeddings: set EVALNB_EMBEDDINGS_URL to the "
+            "server's base URL"
+        )
+    if "python_code" in kinds:
+        notes.append(
+            "python_code checks run this suite's Python in the evalnb process: run it only "
+            "if you trust its source"
+        )
+    if "javascript" in kinds:
+        notes.append("javascript checks run in Node.js: `node` must be on PATH")
+    if "cost" in kinds:
+        notes.append("cost checks price token usage: add 'prices' to each cost check")
+    return notes

@@ -4,8 +4,9 @@ Both shapes promptfoo has written are read: the current one (``{"evalId", "resul
 {"version": 3, "prompts", "results": [...]}, "config"}``) and the early one (a top-level
 ``results`` list whose rows carry ``prompt.display``).
 
-- each prompt is a variant, named by its label (with the provider in front when the file
-  holds several providers); each test (``testIdx``, or its vars) is a case with its ``vars``;
+- each provider and prompt is a variant named ``PROVIDER/LABEL`` (the provider's label or
+  id, the prompt's label, cut to 60 characters); each test (``testIdx``, or its vars) is
+  a case with its ``vars``;
 - repeats: a row's ``repeatIndex`` when given, else rows of one (prompt, provider, test) are
   numbered in file order;
 - each assertion's result (``gradingResult.componentResults``) is a check named by its
@@ -129,10 +130,12 @@ def _text(value: Any) -> str | None:
 
 
 def _provider(row: dict[str, Any]) -> str:
+    """The row's provider: its ``label`` when it has one, else its id."""
     provider = row.get("provider")
     if isinstance(provider, str):
         return provider
-    return str(_obj(provider).get("id") or "")
+    found = _obj(provider)
+    return str(found.get("label") or found.get("id") or "")
 
 
 def _label(row: dict[str, Any], prompts: list[dict[str, Any]]) -> str:
@@ -188,13 +191,25 @@ class _Reader:
         self.seen: Counter[tuple[str, str]] = Counter()
 
     def variant(self, row: dict[str, Any]) -> str:
-        """The row's variant: its prompt's label (after the provider when there are
-        several), shortened to ``prompt-N`` when longer than 60 characters."""
+        """The row's variant: ``PROVIDER/LABEL`` (the provider's label or id, the prompt's
+        label), the label cut to keep the name within 60 characters (``-2``, ``-3`` when
+        two cut names meet); the full names are in the manifest."""
         label = _label(row, self.prompts)
-        name = f"{_provider(row)}/{label}" if len(self.providers) > 1 else label
-        short = self.labels.setdefault(
-            name, f"prompt-{len(self.labels) + 1}" if len(name) > 60 else name
-        )
+        provider = _provider(row)
+        name = f"{provider}/{label}" if provider else label
+        if name not in self.labels:
+            short = name
+            if len(name) > 60:
+                room = max(8, 59 - len(provider) - 1) if provider else 59
+                cut = " ".join(label[:room].split())
+                short = f"{provider}/{cut}…" if provider else f"{cut}…"
+            taken = set(self.labels.values())
+            base, n = short, 1
+            while short in taken:
+                n += 1
+                short = f"{base}-{n}"
+            self.labels[name] = short
+        short = self.labels[name]
         self.run.variants.setdefault(short, Variant(short, template=None))
         return short
 

@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from evalnb import store
 from evalnb._evidence import normalise_answer
 from evalnb._types import Case, CheckResult, Sample, Variant
-from evalnb.interop._suite import RECORD, ImportResult, undone_on_error
+from evalnb.interop._suite import RECORD, ImportResult, Note, undone_on_error
 from evalnb.runner._manifest import new_manifest
 
 __all__ = ["ImportedRun", "status_of"]
@@ -99,6 +100,18 @@ class ImportedRun:
         self.rows.append((sample, checks))
         self.keys.add(key)
 
+    def mapped(self, where: str) -> list[Note]:
+        """What came in: each variant, and each check with how many results it holds."""
+        notes = [Note(f"variant {name}", where, "a variant of the run") for name in self.variants]
+        counts: Counter[tuple[str, str]] = Counter(
+            (r.check, r.type) for _, checks in self.rows for r in checks
+        )
+        notes += [
+            Note(f"check {name}", where, f"{n} results, type {kind}")
+            for (name, kind), n in counts.items()
+        ]
+        return notes
+
     def write(
         self,
         dest: str | os.PathLike[str],
@@ -112,6 +125,8 @@ class ImportedRun:
         """Write the run directory ``dest`` (a new path) and its ``imported.json``;
         ``provenance`` follows the source file's path and SHA-256 in the manifest. On an
         error nothing is left behind."""
+        if not result.mapped:
+            result.mapped = self.mapped(str(result.source))
         with undone_on_error(Path(dest), result.source):
             run_dir = store.create_run_dir(dest)
             cases = list(self.cases.values())

@@ -20,7 +20,9 @@ from evalnb.cases._files import file_sha256, load_cases
 from evalnb.interop._bounded import Sources
 
 __all__ = [
+    "LFS_HEADER",
     "ImportResult",
+    "Note",
     "Unsupported",
     "parse_json",
     "read_json_source",
@@ -34,6 +36,9 @@ __all__ = [
 #: A JSON escape of a UTF-16 surrogate (as text, as bytes): text to check once parsed.
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+
+#: The first line of a Git LFS pointer file.
+LFS_HEADER = "version https://git-lfs.github.com/spec/v1"
 
 #: The file beside the imported suite (or in the run directory) that lists what came in.
 RECORD = "imported.json"
@@ -51,9 +56,40 @@ class Unsupported:
         return {"name": self.name, "where": self.where, "reason": self.reason}
 
 
+@dataclass(frozen=True)
+class Note:
+    """Something in the source that came in: what it became (mapped) or how it was
+    approximated."""
+
+    name: str
+    where: str
+    how: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "where": self.where, "how": self.how}
+
+
+def _grouped(notes: list[Note]) -> list[dict[str, Any]]:
+    """Notes of one name and one outcome as one entry: the count and the first place."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for note in notes:
+        key = (note.name, note.how)
+        if key in groups:
+            groups[key]["count"] += 1
+        else:
+            groups[key] = {**note.to_dict(), "count": 1}
+    return list(groups.values())
+
+
 @dataclass
 class ImportResult:
-    """What an importer wrote: the files, what was imported and what was not."""
+    """What an importer wrote: the files, what was imported and what was not.
+
+    ``mapped`` lists each source item that became its evalnb counterpart, ``approximated``
+    each that became something close (``how`` says what differs), ``unsupported`` each
+    refused (``reason`` says why), and ``unchecked`` the cases left with no check (they
+    run, but no check's rate counts them).
+    """
 
     format: str
     source: Path
@@ -62,6 +98,17 @@ class ImportResult:
     unsupported: list[Unsupported] = field(default_factory=list)
     #: Every file read, in order: ``{"path", "bytes", "sha256"}`` (a zip: ``"members"``).
     files: list[dict[str, Any]] = field(default_factory=list)
+    mapped: list[Note] = field(default_factory=list)
+    approximated: list[Note] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+
+    def refusals(self, limit: int = 5) -> str:
+        """The first refusals on one line (for a fatal error), or empty text."""
+        if not self.unsupported:
+            return ""
+        shown = "; ".join(f"{u.name} ({u.reason})" for u in self.unsupported[:limit])
+        more = len(self.unsupported) - limit
+        return f"refused: {shown}" + (f"; and {more} more" if more > 0 else "")
 
     @property
     def source_sha256(self) -> str | None:
@@ -79,7 +126,10 @@ class ImportResult:
             "imported_at": dt.datetime.now(dt.UTC).isoformat(),
             "counts": dict(self.counts),
             "files_read": list(self.files),
+            "mapped": _grouped(self.mapped),
+            "approximated": [a.to_dict() for a in self.approximated],
             "unsupported": [u.to_dict() for u in self.unsupported],
+            "cases_without_checks": list(self.unchecked),
         }
 
     def summary(self) -> str:
@@ -87,6 +137,18 @@ class ImportResult:
         counts = ", ".join(f"{n} {what}" for what, n in self.counts.items())
         lines = [f"imported {self.format} {self.source}: {counts}"]
         lines += [f"  wrote {path}" for path in self.written]
+        if self.mapped:
+            lines.append(f"mapped ({len(self.mapped)}):")
+            groups = _grouped(self.mapped)
+            lines += [f"  {g['name']} x{g['count']}: {g['how']}" for g in groups[:15]]
+            if len(groups) > 15:
+                lines.append(f"  ... and {len(groups) - 15} more kinds (all listed in {RECORD})")
+        if self.approximated:
+            lines.append(f"approximated ({len(self.approximated)}):")
+            lines += [f"  {a.where}: {a.name}: {a.how}" for a in self.approximated[:15]]
+            if len(self.approximated) > 15:
+                rest = len(self.approximated) - 15
+                lines.append(f"  ... and {rest} more (all listed in {RECORD})")
         if self.unsupported:
             lines.append(f"not imported ({len(self.unsupported)}): evalnb cannot express these")
             shown = self.unsupported[:15]
@@ -96,6 +158,12 @@ class ImportResult:
                 lines.append(f"  ... and {rest} more (all listed in {RECORD})")
         else:
             lines.append("not imported: nothing")
+        if self.unchecked:
+            ids = ", ".join(self.unchecked[:10]) + (", ..." if len(self.unchecked) > 10 else "")
+            lines.append(
+                f"cases with no check ({len(self.unchecked)}): {ids}; they run, but no "
+                "check's rate counts them"
+            )
         return "\n".join(lines) + "\n"
 
 
@@ -105,7 +173,14 @@ def source_error(path: Path, message: str) -> CasesError:
 
 def parse_json(data: str | bytes, where: str, what: str) -> Any:
     """The JSON in ``data``; ``where`` places it and ``what`` names the format in the
-    one-line error (``an Inspect log``, ``promptfoo results``)."""
+    one-line error (``an Inspect log``, ``promptfoo results``); a Git LFS pointer is named
+    as one."""
+    head = data[:60] if isinstance(data, str) else data[:60].decode("ascii", "replace")
+    if head.startswith(LFS_HEADER):
+        raise CasesError(
+            f"{where}: not {what}: a Git LFS pointer, not the file it stands for; fetch the "
+            "file itself (git lfs pull) and import again"
+        )
     try:
         value = json.loads(data)
         if isinstance(data, str):
@@ -189,6 +264,7 @@ def write_suite(
     variants: list[dict[str, Any]] | None = None,
     repeats: int = 5,
     judge: bool = False,
+    notes: list[str] | None = None,
 ) -> ImportResult:
     """Write ``DEST/cases.yaml``, ``DEST/experiment.toml`` and ``DEST/imported.json``, then
     read both back with evalnb's own loaders (an import evalnb cannot run is an error, and
@@ -197,7 +273,8 @@ def write_suite(
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise CasesError(f"{dest}: output directory exists and is not empty; choose a new path")
     if not cases:
-        raise source_error(result.source, "no cases found")
+        refused = result.refusals()
+        raise source_error(result.source, "no cases found" + (f"; {refused}" if refused else ""))
     title = (
         f"Imported from {result.format} {' '.join(result.source.name.split())} by `evalnb import`"
     )
@@ -212,6 +289,8 @@ def write_suite(
         "standin = true",
         'model = "echo"',
     ]
+    if notes:
+        lines[3:3] = [f"# {note}" for note in notes]
     if judge:
         lines += ["", "[judge]", 'model = "judge"']
     for variant in variants or [{"name": "baseline"}]:
@@ -230,6 +309,10 @@ def write_suite(
             raise source_error(result.source, message) from None
         result.written += [cases_path, experiment_path, dest / RECORD]
         result.counts = {"cases": len(cases), "variants": len(variants) if variants else 1}
+        default_checks = bool(defaults and defaults.get("checks"))
+        result.unchecked = [
+            str(c.get("id")) for c in cases if not c.get("checks") and not default_checks
+        ]
         record = json.dumps(result.record(), indent=2) + "\n"
         (dest / RECORD).write_text(record, encoding="utf-8")
     return result

@@ -7,15 +7,18 @@ The one set-up the session, :func:`~evalnb.runner.score` and each shard share.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterable, Sequence
+import os
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 from evalnb._exceptions import ArgumentError
 from evalnb.checks import Check
 from evalnb.checks._judge import JUDGE
+from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
 from evalnb.targets import CountingTarget
+from evalnb.targets._embeddings import OpenAIEmbeddings
 
-__all__ = ["judging", "require_judge"]
+__all__ = ["embeddings_of", "judging", "require_judge"]
 
 
 def require_judge(judge: Any, checks: Iterable[Sequence[Check]]) -> None:
@@ -44,3 +47,27 @@ async def judging(judge: Any) -> AsyncIterator[CountingTarget | None]:
             yield counted
         finally:
             JUDGE.reset(token)
+
+
+@contextlib.contextmanager
+def embeddings_of(target: Any) -> Iterator[None]:
+    """Inside the block, ``similar`` checks without a ``base_url`` of their own embed with the
+    ``/v1/embeddings`` route of ``target``'s server (an ``OpenAIChat``: its base URL and key
+    variable), unless ``EVALNB_EMBEDDINGS_URL`` names another server or one is already set."""
+    base_url = getattr(target, "base_url", None)
+    if (
+        EMBEDDINGS.get() is not None
+        or os.environ.get(EMBEDDINGS_URL_ENV)
+        or not isinstance(base_url, str)
+        or not base_url.startswith(("http://", "https://"))
+    ):
+        yield
+        return
+    api_key_env = getattr(target, "api_key_env", None)
+    if api_key_env is not None and api_key_env not in os.environ:
+        api_key_env = None  # the target itself says so when it is asked
+    token = EMBEDDINGS.set(OpenAIEmbeddings(base_url, api_key_env=api_key_env))
+    try:
+        yield
+    finally:
+        EMBEDDINGS.reset(token)

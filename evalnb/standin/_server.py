@@ -30,7 +30,14 @@ from evalnb.standin._assistant import Reply, text_of
 from evalnb.standin._faults import Fault, parse_fault, parse_faults
 from evalnb.standin._registry import assistants
 
-__all__ = ["MAX_LOGGED", "SERVER_HEADER", "make_app"]
+__all__ = [
+    "EMBEDDING_DIMENSIONS",
+    "EMBEDDING_MODEL",
+    "MAX_LOGGED",
+    "SERVER_HEADER",
+    "embedding",
+    "make_app",
+]
 
 try:
     _VERSION = importlib.metadata.version("evalnb")
@@ -84,6 +91,28 @@ class _Refusal(Exception):
             content_type="application/json",
             headers=headers,
         )
+
+
+#: The model name ``/v1/embeddings`` answers with when a request names none.
+EMBEDDING_MODEL = "embed"
+
+#: Dimensions of the stand-in's embeddings.
+EMBEDDING_DIMENSIONS = 256
+
+
+def embedding(text: str) -> list[float]:
+    """The stand-in's embedding of ``text``: words and character trigrams (lower case)
+    hashed into :data:`EMBEDDING_DIMENSIONS` signed buckets, scaled to length 1."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    lowered = text.lower()
+    words = [w for w in "".join(c if c.isalnum() else " " for c in lowered).split() if w]
+    grams = [f"#{w}#"[i : i + 3] for w in words for i in range(len(w))]
+    for feature, weight in [*((w, 2.0) for w in words), *((g, 1.0) for g in grams)]:
+        digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+        bucket = int.from_bytes(digest[:4], "little") % EMBEDDING_DIMENSIONS
+        vector[bucket] += weight if digest[4] & 1 else -weight
+    norm = sum(x * x for x in vector) ** 0.5
+    return [round(x / norm, 6) for x in vector] if norm else vector
 
 
 def _canonical(value: Any) -> bytes:
@@ -168,6 +197,29 @@ class _StandIn:
         return _Refusal(
             404, f"the stand-in has no route {request.method} {request.path}"
         ).response()
+
+    async def embeddings(self, request: web.Request) -> web.Response:
+        """``/v1/embeddings``: each input text as a unit vector of hashed words and
+        character trigrams, so texts sharing words are close (deterministic, seedless)."""
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _Refusal(400, "the body is not JSON").response()
+        texts = body.get("input") if isinstance(body, dict) else None
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+            return _Refusal(
+                400, "'input' must be a string or a non-empty list of strings", param="input"
+            ).response()
+        model = body.get("model") if isinstance(body.get("model"), str) else EMBEDDING_MODEL
+        data = [
+            {"object": "embedding", "index": i, "embedding": embedding(text)}
+            for i, text in enumerate(texts)
+        ]
+        tokens = sum(_words(t) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return web.json_response({"object": "list", "data": data, "model": model, "usage": usage})
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         entry: dict[str, Any] = {
@@ -414,6 +466,7 @@ def make_app(seed: int = 0, faults: Any = None) -> web.Application:
     app = web.Application()
     app.on_response_prepare.append(_server_header)
     app.router.add_post("/v1/chat/completions", state.chat)
+    app.router.add_post("/v1/embeddings", state.embeddings)
     app.router.add_get("/v1/models", state.models)
     app.router.add_get("/v1/models/{model}", state.model)
     app.router.add_get("/_standin/requests", state.requests)

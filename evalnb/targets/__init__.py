@@ -12,10 +12,11 @@ from typing import Protocol, runtime_checkable
 
 from evalnb._types import Completion, Request
 from evalnb.targets._command import Command
+from evalnb.targets._embeddings import OpenAIEmbeddings
 from evalnb.targets._function import Function
 from evalnb.targets._openai import OpenAIChat
 
-__all__ = ["Command", "CountingTarget", "Function", "OpenAIChat", "Target"]
+__all__ = ["Command", "CountingTarget", "Function", "OpenAIChat", "OpenAIEmbeddings", "Target"]
 
 
 @runtime_checkable

@@ -33,22 +33,32 @@ def test_promptfoo_getting_started(tmp_path: Path) -> None:
     assert _specs(cases[0])[0]["type"] == "contains" and not _specs(cases[0])[0]["ignore_case"]
     assert _specs(cases[1])[0]["ignore_case"] is True  # icontains
     variants = evalnb.load_experiment(tmp_path / "experiment.toml").variants
-    assert [v.template for v in variants] == [
+    prompts = [
         "Convert this English to {{language}}: {{input}}",
         "Translate to {{language}}: {{input}}",
     ]
-    assert [u.name for u in result.unsupported] == [
+    # Two providers x two prompts: each provider a set of variants named by its id.
+    assert [v.template for v in variants] == prompts * 2
+    assert [v.name for v in variants] == [
+        "openai-gpt-4.1_prompt-1",
+        "openai-gpt-4.1_prompt-2",
+        "openai-o4-mini_prompt-1",
+        "openai-o4-mini_prompt-2",
+    ]
+    assert result.unsupported == []
+    assert [a.name for a in result.approximated] == [
         "provider openai:gpt-4.1",
         "provider openai:o4-mini",
     ]
 
 
-def test_promptfoo_lists_what_it_cannot_express_by_name_and_line(tmp_path: Path) -> None:
+def test_promptfoo_lists_what_it_mapped_by_name_and_line(tmp_path: Path) -> None:
     result = import_promptfoo(DATA / "promptfoo/simple-test/promptfooconfig.yaml", tmp_path)
-    skipped = {(u.name, u.where.split(": ")[0].rsplit(":", 1)[-1]) for u in result.unsupported}
-    assert {("javascript", "32"), ("python", "34"), ("similar", "38")} <= skipped
+    mapped = {(m.name, m.where.split(": ")[0].rsplit(":", 1)[-1]) for m in result.mapped}
+    assert {("javascript", "32"), ("python", "34"), ("similar", "38")} <= mapped
     record = json.loads((tmp_path / "imported.json").read_text())
     assert [u["name"] for u in record["unsupported"]] == [u.name for u in result.unsupported]
+    assert {m["name"] for m in record["mapped"]} == {m.name for m in result.mapped}
     assert "javascript" in result.summary() and "similar" in result.summary()
     cases = {c.id: c for c in _cases(tmp_path)}
     assert cases["test-1"].vars == {"body": "Yes"}  # YAML 1.2, as promptfoo reads it

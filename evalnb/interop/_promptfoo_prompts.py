@@ -1,0 +1,292 @@
+"""promptfoo prompts and providers as evalnb variants.
+
+Prompts: inline text, ``{raw, label}`` / ``{raw, id}`` objects, ``file://`` text files
+(several prompts split by a ``---`` line), globs (``file://prompts/*.txt``), and chat
+prompt files (``.json``, ``.yaml``, ``.yml``: a list of messages; ``.jsonl``: one list a
+line). A chat prompt of a system and a user message becomes a variant's ``system`` and
+``template``; one of a user message, its ``template``; any other shape is refused. The
+Nunjucks filters Jinja2 lacks are written as Jinja2 (:data:`NUNJUCKS`); a template that
+still does not compile is refused, naming the filter.
+
+Providers: each becomes the variants of every prompt, named by its ``label`` or ``id``
+(with the prompt's name when there are several prompts), its request parameters kept as
+the variant's ``params``. The model stays the run's (``--model``): the provider's model is
+listed as approximated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalnb._types import check_template
+from evalnb.interop._suite import Note, source_error
+
+if TYPE_CHECKING:
+    from evalnb.interop._promptfoo import _Importer
+
+__all__ = ["NUNJUCKS", "PARAMS", "Prompts", "globbed", "provider_variants"]
+
+#: Nunjucks filters Jinja2 lacks or names otherwise, and their Jinja2 form.
+NUNJUCKS = {
+    "dump": "tojson",
+    "nl2br": "replace('\\n', '<br />\\n')",
+}
+
+#: Provider ``config`` keys sent as request parameters (camelCase ones renamed).
+PARAMS = {
+    "temperature": "temperature",
+    "max_tokens": "max_tokens",
+    "maxTokens": "max_tokens",
+    "top_p": "top_p",
+    "topP": "top_p",
+    "seed": "seed",
+    "stop": "stop",
+    "presence_penalty": "presence_penalty",
+    "presencePenalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "frequencyPenalty": "frequency_penalty",
+    "response_format": "response_format",
+}
+
+_TEXT_FILES = (".txt", ".md", ".j2", ".jinja", ".njk", "")
+_CHAT_FILES = (".json", ".yaml", ".yml", ".jsonl")
+_FILTER = re.compile(r"\|\s*(" + "|".join(NUNJUCKS) + r")\b(?!\s*\()")
+
+
+def _jinja(text: str) -> str:
+    """``text`` with the Nunjucks filters of :data:`NUNJUCKS` written as Jinja2."""
+    return _FILTER.sub(lambda m: "| " + NUNJUCKS[m[1]], text)
+
+
+def globbed(base: Path, ref: str, where: str) -> list[Path]:
+    """The files a ``file://`` glob names under ``base``, sorted (each is then read through
+    the caps and the inside-the-folder rule); an absolute glob is refused."""
+    pattern = ref.removeprefix("file://")
+    try:
+        return sorted(p for p in base.glob(pattern) if p.is_file())
+    except (NotImplementedError, ValueError):
+        raise source_error(
+            Path(where.split(": ")[0]),
+            f"the glob {ref!r} is not relative to the suite's folder; only files inside it "
+            "are read",
+        ) from None
+
+
+def _compile_reason(error: str) -> str:
+    """Why a prompt is refused; an unknown filter is named with what evalnb offers."""
+    found = re.search(r"No filter named '([^']+)'", error)
+    if found is None:
+        return f"its template does not compile in Jinja2 ({error})"
+    return (
+        f"it uses the Nunjucks filter {found[1]!r}, which evalnb does not have ({error}); "
+        f"evalnb writes {', '.join(NUNJUCKS)} as Jinja2 and takes the filters both share"
+    )
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "variant"
+
+
+class Prompts:
+    """Reads a config's ``prompts`` for one importer."""
+
+    def __init__(self, importer: _Importer):
+        self.importer = importer
+        self.found: list[tuple[str | None, dict[str, str], str]] = []
+
+    def variants(self, raw: Any) -> list[dict[str, Any]]:
+        importer = self.importer
+        if raw is None:
+            return [{"name": "baseline"}]
+        items = raw if isinstance(raw, list) else [raw]
+        for i, item in enumerate(items):
+            line = getattr(item, "line", 0)
+            where = f"{importer.path}{f':{line}' if line else ''}: prompts[{i}]"
+            label = None
+            if isinstance(item, dict):
+                label = item.get("label") or item.get("id")
+                item = item.get("raw", item.get("id"))
+            if not isinstance(item, str):
+                importer.skip("prompt", where, f"expected text or file://; got {item!r}")
+                continue
+            if item.startswith("file://"):
+                self.file(item, label, where)
+            else:
+                self.inline(item, label, where)
+        variants = []
+        for n, (label, parts, where) in enumerate(self.found, start=1):
+            try:
+                for text in parts.values():
+                    check_template(text)
+            except ValueError as exc:
+                importer.skip(f"prompt {n}", where, _compile_reason(str(exc)))
+                continue
+            variants.append({"name": _safe_name(str(label) if label else f"prompt-{n}"), **parts})
+        if not variants:
+            refused = "; ".join(f"{u.name}: {u.reason}" for u in importer.unsupported[:5])
+            raise source_error(importer.path, f"no prompt could be imported ({refused})")
+        return variants
+
+    def add(self, label: str | None, parts: dict[str, str], where: str) -> None:
+        converted = {key: _jinja(text) for key, text in parts.items()}
+        if converted != parts:
+            filters = sorted(set(m[1] for t in parts.values() for m in _FILTER.finditer(t)))
+            self.importer.mapped.append(
+                Note(
+                    "nunjucks filter",
+                    where,
+                    ", ".join(f"{f} as {NUNJUCKS[f]}" for f in filters),
+                )
+            )
+        self.found.append((label, converted, where))
+
+    def inline(self, text: str, label: str | None, where: str) -> None:
+        stripped = text.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            try:
+                messages = json.loads(stripped)
+            except json.JSONDecodeError:
+                messages = None
+            if (
+                isinstance(messages, list)
+                and messages
+                and all(isinstance(m, dict) and "role" in m for m in messages)
+            ):
+                self.chat(messages, label, where)
+                return
+        self.add(label, {"template": text}, where)
+
+    def file(self, ref: str, label: str | None, where: str) -> None:
+        importer = self.importer
+        pattern = ref.removeprefix("file://")
+        if any(c in pattern for c in "*?["):
+            base = importer.path.parent
+            matches = globbed(base, ref, where)
+            if not matches:
+                importer.skip(f"prompt {pattern}", where, "the glob matches no file")
+            for path in matches:
+                self.file(f"file://{path.relative_to(base)}", None, where)
+            return
+        suffix = Path(pattern).suffix
+        if suffix in _CHAT_FILES:
+            file, text = importer.read(ref, where)
+            self.chat_file(file, text, label, where)
+            return
+        if suffix not in _TEXT_FILES:
+            importer.skip(
+                f"prompt {Path(pattern).name}",
+                where,
+                "a prompt function (.py, .js) runs code; evalnb takes text and chat prompts",
+            )
+            return
+        file, text = importer.read(ref, where)
+        parts = [p.strip("\n") for p in re.split(r"\n-{3,}\n", text) if p.strip()]
+        for j, part in enumerate(parts):
+            name = label if label and len(parts) == 1 else f"{file.stem}-{j + 1}"
+            self.add(name, {"template": part}, f"{where} ({file.name} part {j + 1})")
+
+    def chat_file(self, file: Path, text: str, label: str | None, where: str) -> None:
+        lists: list[Any]
+        if file.suffix == ".jsonl":
+            lists = [
+                self.importer.data(file.with_suffix(".json"), line)
+                for line in text.splitlines()
+                if line.strip()
+            ]
+        else:
+            lists = [_plain_data(self.importer.data(file, text))]
+        for j, messages in enumerate(lists):
+            name = label if label and len(lists) == 1 else f"{file.stem}-{j + 1}"
+            if len(lists) == 1 and not label:
+                name = file.stem
+            self.chat(messages, name, f"{where} ({file.name})")
+
+    def chat(self, messages: Any, label: str | None, where: str) -> None:
+        importer = self.importer
+        if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages
+        ):
+            importer.skip("chat prompt", where, "expected a list of messages with text 'content'")
+            return
+        roles = [m.get("role") for m in messages]
+        if roles == ["system", "user"]:
+            parts = {"system": messages[0]["content"], "template": messages[1]["content"]}
+        elif roles == ["user"]:
+            parts = {"template": messages[0]["content"]}
+        else:
+            importer.skip(
+                "chat prompt",
+                where,
+                f"roles {roles}: an evalnb variant sets one system and one user message",
+            )
+            return
+        importer.mapped.append(Note("chat prompt", where, "system and template of a variant"))
+        self.add(label, parts, where)
+
+
+def _plain_data(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _provider(importer: _Importer, raw: Any, where: str) -> tuple[str, dict[str, Any]] | None:
+    """``(name, params)`` of one provider entry, or None (listed as refused)."""
+    if isinstance(raw, dict) and len(raw) == 1 and "id" not in raw:
+        ((pid, body),) = raw.items()
+        raw = {"id": pid, **(body if isinstance(body, dict) else {})}
+    if isinstance(raw, str):
+        raw = {"id": raw}
+    if not isinstance(raw, dict) or not isinstance(raw.get("id") or raw.get("label"), str):
+        importer.skip("provider", where, f"expected an id or {{id, label, config}}; got {raw!r}")
+        return None
+    pid = str(raw.get("id") or raw.get("label"))
+    if pid.startswith(("file://", "exec:", "python:")):
+        importer.skip(f"provider {pid}", where, "a provider that runs code is not a variant")
+        return None
+    config = raw.get("config") or {}
+    if not isinstance(config, dict):
+        importer.skip(f"provider {pid}", where, f"'config' must be an object; got {config!r}")
+        return None
+    params = {PARAMS[k]: _plain_data(v) for k, v in config.items() if k in PARAMS}
+    left = sorted(k for k in config if k not in PARAMS)
+    if left:
+        importer.skip(f"provider {pid} config", where, f"{', '.join(left)}: not request parameters")
+    model = pid.split(":")[-1]
+    importer.approximated.append(
+        Note(
+            f"provider {pid}",
+            where,
+            f"a variant with its parameters; the model is the run's (--model), not {model!r}",
+        )
+    )
+    return str(raw.get("label") or pid), params
+
+
+def provider_variants(
+    importer: _Importer, prompts: list[dict[str, Any]], raw: Any
+) -> list[dict[str, Any]]:
+    """Every provider x prompt as a variant (see the module)."""
+    items = raw if isinstance(raw, list) else ([raw] if raw else [])
+    providers = []
+    for i, item in enumerate(items):
+        found = _provider(importer, item, f"{importer.path}: providers[{i}]")
+        if found is not None:
+            providers.append(found)
+    if not providers:
+        return prompts
+    variants = []
+    for name, params in providers:
+        for prompt in prompts:
+            variant = dict(prompt)
+            if len(providers) > 1:
+                variant["name"] = (
+                    _safe_name(name)
+                    if len(prompts) == 1
+                    else f"{_safe_name(name)}_{prompt['name']}"
+                )
+            if params:
+                variant["params"] = {**prompt.get("params", {}), **params}
+            variants.append(variant)
+    return variants

@@ -1,0 +1,2 @@
+module.exports.mentionsTopic = (output, context) =>
+  output.toLowerCase().includes(context.vars.topic);
