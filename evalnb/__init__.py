@@ -30,6 +30,7 @@ _SUBPACKAGES = frozenset(
         "cases",
         "checks",
         "cli",
+        "explorer",
         "integrations",
         "interop",
         "plots",

@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("plots",),
     ("report",),
     ("review",),
+    ("explorer",),
     ("standin", "integrations"),
     ("cli",),
 ]

@@ -69,6 +69,7 @@ def annotate(
     check: str | None = None,
     advance: bool = True,
     compare: tuple[str, str] | None = None,
+    start: SampleKey | None = None,
 ) -> Annotator:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
 
@@ -83,9 +84,11 @@ def annotate(
     ``compare=("v1", "v2")`` reviews a comparison: only those two variants' samples, in
     the order case, repeat, ``v1`` then ``v2``, each shown beside the other variant's
     sample of the same case and repeat (``v1`` on the left) with both answers and checks;
-    a verdict is for the outlined one. The "Sample list" button opens a searchable,
-    sortable list of the selected samples (case, variant, status, checks, verdict);
-    choosing one jumps to it.
+    a verdict is for the outlined one. ``start`` (a sample key: ``run_id``, ``case_id``,
+    ``variant``, ``repeat``) opens the panel at that sample instead of the first one not
+    yet reviewed; :func:`evalnb.explore` opens the panel this way. The "Sample list"
+    button opens a searchable, sortable list of the selected samples (case, variant,
+    status, checks, verdict); choosing one jumps to it.
 
     Keys (:data:`KEYS`) work while the pointer is over the panel, or after a click in
     it: ``p`` pass, ``f`` fail, ``r`` needs review, ``s`` skip, ``z`` undo (a first
@@ -96,7 +99,9 @@ def annotate(
     >>> panel = evalnb.annotate(run, annotator="ana")                 # doctest: +SKIP
     >>> panel                                                          # doctest: +SKIP
     """
-    return Annotator(run, annotator, where=where, check=check, advance=advance, compare=compare)
+    return Annotator(
+        run, annotator, where=where, check=check, advance=advance, compare=compare, start=start
+    )
 
 
 class Annotator(widgets.VBox):
@@ -123,9 +128,16 @@ class Annotator(widgets.VBox):
         check: str | None = None,
         advance: bool = True,
         compare: tuple[str, str] | None = None,
+        start: SampleKey | None = None,
     ):
         self.state = ReviewState(
-            run, annotator, where=where, check=check, advance=advance, compare=compare
+            run,
+            annotator,
+            where=where,
+            check=check,
+            advance=advance,
+            compare=compare,
+            start=start,
         )
         self._listing = False
         self._rendering = False

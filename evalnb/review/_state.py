@@ -39,6 +39,7 @@ from evalnb._exceptions import ArgumentError
 from evalnb.analysis._frames import Run, load
 from evalnb.review._drafts import DraftBook, DraftKey
 from evalnb.review._queue import Queue, SampleKey, SampleView
+from evalnb.store import KEY
 from evalnb.store._verdicts import (
     UNREVIEWED,
     VERDICTS,
@@ -107,6 +108,7 @@ class ReviewState:
         check: str | None = None,
         advance: bool = True,
         compare: tuple[str, str] | None = None,
+        start: SampleKey | None = None,
     ):
         if not isinstance(annotator, str) or not annotator.strip():
             raise ArgumentError(
@@ -119,6 +121,7 @@ class ReviewState:
         self.advance = advance
         self.filters = Filters()
         self.on_change: list[Callable[[], None]] = []
+        self.on_save: list[Callable[[SampleKey, str], None]] = []
         self._undo: list[tuple[int, int, str, dt.datetime | None]] = []
         # Opened at the first verdict: a store reads its run's manifest, which holds the
         # whole plan (megabytes for a large run), and the Run has read it once already.
@@ -144,6 +147,21 @@ class ReviewState:
         self._peers = _PEERS.setdefault((*peers, self.annotator), weakref.WeakSet())
         self._peers.add(self)
         self.select(self.filters)
+        if start is not None:
+            self._start_at(start)
+
+    def _start_at(self, start: SampleKey) -> None:
+        """Show the sample ``start`` names (its key) instead of the first unreviewed one."""
+        try:
+            keys = pd.DataFrame([{column: start[column] for column in KEY}])  # type: ignore[literal-required]
+        except (KeyError, TypeError):
+            raise ArgumentError(
+                f"'start' must be a sample key with {', '.join(KEY)}; got {start!r}"
+            ) from None
+        row = int(self.queue.rows(keys)[0])
+        if row < 0:
+            raise ArgumentError(f"'start' must be a sample of the review; got {start!r}")
+        self._show(row)
 
     def _load_verdicts(self) -> None:
         """This annotator's latest verdicts, read fresh from disk (a review resumes)."""
@@ -518,6 +536,8 @@ class ReviewState:
         for peer in list(self._peers):
             if peer is not self:
                 peer._heard(key, verdict, reason, saved["created_at"])
+        for callback in list(self.on_save):
+            callback(key, verdict)
         return key
 
     def _note(self, row: int, code: int, reason: str, saved_at: dt.datetime) -> None:

@@ -1,0 +1,351 @@
+"""The explorer in the notebook: :func:`explore` and the :class:`Explorer` widget.
+
+The page is an anywidget of evalnb's own (:file:`explore.js`, :file:`explore.css`, shipped
+with the package: no build step, no network). It draws what the kernel puts in its synced
+state (the overview's shown page, the list's shown page, the header) with
+``textContent`` only, and sends each click or search to the kernel as a message; the kernel
+answers by updating the state, then ``answered`` with the message's number. Below it sits
+the review panel, opened at a sample on request.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import ipywidgets as widgets
+import pandas as pd
+import traitlets
+
+from evalnb._exceptions import ArgumentError, EvalnbError
+from evalnb.analysis._frames import Run
+from evalnb.analysis._tally import ALL
+from evalnb.explorer._state import ExploreState, GridFilters, SampleFilters
+from evalnb.review import Annotator
+from evalnb.review._queue import SampleKey
+
+__all__ = ["Explorer", "explore"]
+
+_HERE = Path(__file__).parent
+_GRID_FILTERS = ("tag", "split", "group", "different")
+_SAMPLE_FILTERS = tuple(SampleFilters.__dataclass_fields__)
+
+
+def explore(
+    run: Run | str | os.PathLike[str],
+    *,
+    check: str = ALL,
+    a: str | None = None,
+    b: str | None = None,
+    annotator: str | None = None,
+    prices: Mapping[str, tuple[float, float]] | str | os.PathLike[str] | None = None,
+    level: float = 0.95,
+    page_size: int = 25,
+    sample_page_size: int = 10,
+) -> Explorer:
+    """A widget to look at ``run`` (a Run from :func:`evalnb.load`, or a run directory).
+
+    On top, the suite rate per variant and the paired comparison of ``b`` against ``a``
+    (the line :func:`evalnb.compare` displays). Below, the overview: one row per case, one
+    cell per variant with ``k/n`` of ``check`` (``"all"`` by default), the rate and its
+    interval as a bar, the unscored and incomplete counts, ``flaky`` when the draws
+    disagree and the human verdicts; a column of per-case differences (B - A). Sort by
+    any column; filter by tag, split, group, or only the cases whose variants differ.
+
+    Clicking a cell lists its samples (every repeat): status, answer, each check with its
+    detail, latency, tokens (and cost, with ``prices`` as for :func:`evalnb.costs`), tool
+    actions, verdict. ``⇆`` shows a case side by side, the answers of each variant in
+    columns with a word-level diff against the first. Search takes words or a regular
+    expression over prompts, answers and check details; the sample filters (failing,
+    incomplete, flaky, changed, reviewed, unreviewed, verdict ≠ check) apply to every list.
+    From a sample, ``review`` opens the review panel at it, and with ``annotator`` the
+    verdict buttons save a verdict in place (the grid shows it at once).
+    :attr:`Explorer.selection` gives the listed samples as a frame.
+
+    The kernel keeps the run; the page holds one page of cases (``page_size``) and one of
+    samples (``sample_page_size``).
+
+    >>> explorer = evalnb.explore(run, a="v1", b="v2")                 # doctest: +SKIP
+    >>> explorer                                                        # doctest: +SKIP
+    >>> explorer.selection                                              # doctest: +SKIP
+    """
+    return Explorer(
+        run,
+        check=check,
+        a=a,
+        b=b,
+        annotator=annotator,
+        prices=prices,
+        level=level,
+        page_size=page_size,
+        sample_page_size=sample_page_size,
+    )
+
+
+class ExplorerView(anywidget.AnyWidget):
+    """The page of the explorer: draws the synced state, sends clicks as messages."""
+
+    _esm = _HERE / "explore.js"
+    _css = _HERE / "explore.css"
+    header = traitlets.Dict().tag(sync=True)
+    overview = traitlets.Dict().tag(sync=True)
+    listing = traitlets.Dict().tag(sync=True)
+    controls = traitlets.Dict().tag(sync=True)
+    message = traitlets.Unicode("").tag(sync=True)
+    answered = traitlets.Int(0).tag(sync=True)
+
+
+class Explorer(widgets.VBox):
+    """What :func:`explore` returns (an ipywidgets ``VBox``): the page (``view``, an
+    anywidget) and, below it, the review panel when one is open (``panel``).
+
+    A script or a test drives it as a person would: :meth:`open_cell`,
+    :meth:`side_by_side`, :meth:`search`, :meth:`set_filters`, :meth:`sort_by`,
+    :meth:`record`, :meth:`review`; ``state`` is the
+    :class:`~evalnb.explorer.ExploreState` it draws.
+    """
+
+    def __init__(self, run: Run | str | os.PathLike[str], **options: Any):
+        self.state = ExploreState(run, **options)
+        self.view = ExplorerView()
+        self.panel: Annotator | None = None
+        self._panel_box = widgets.VBox()
+        super().__init__([self.view, self._panel_box])
+        self.add_class("evalnb-explorer")
+        self.view.on_msg(self._handle)
+        self._draw_all()
+
+    # -- what a person does -----------------------------------------------------------
+
+    @property
+    def selection(self) -> pd.DataFrame:
+        """The samples listed (every page, in the order shown), whole: see
+        :attr:`ExploreState.selection`."""
+        return self.state.selection
+
+    @property
+    def overview(self) -> pd.DataFrame:
+        """The overview's cases as the grid lists them (filtered, sorted, every page): one
+        row per case with ``case_id``, ``group``, ``split``, ``tags``; per variant ``v``
+        the cell's ``k:v``, ``n:v``, ``unscored:v``, ``incomplete:v``, ``estimate:v``,
+        ``low:v``, ``high:v``, ``flaky:v``, ``human_pass:v``, ``human_fail:v``; then
+        ``diff`` (B - A of the chosen pair), ``absdiff``, ``flaky`` (any variant),
+        ``incomplete`` (all variants) and ``different`` (the variants' rates differ)."""
+        return self.state.grid_rows().reset_index(drop=True)
+
+    def open_cell(self, case_id: str, variant: str) -> None:
+        """List the samples of ``case_id`` under ``variant`` (every repeat)."""
+        self.state.open_cell(case_id, variant)
+        self._draw_list()
+
+    def side_by_side(self, case_id: str) -> None:
+        """Show ``case_id``'s answers side by side, one column per variant."""
+        self.state.open_side(case_id)
+        self._draw_list()
+
+    def search(self, query: str, *, regex: bool = False) -> None:
+        """List the samples matching ``query`` (words, or a regular expression)."""
+        self.state.open_search(query, use_regex=regex)
+        self._draw_list()
+
+    def set_filters(self, **filters: Any) -> None:
+        """Change filters by name: the overview's ``tag``, ``split``, ``group``,
+        ``different``; the samples' ``failing``, ``incomplete``, ``flaky``, ``changed``,
+        ``reviewed``, ``unreviewed``, ``disagree``."""
+        unknown = sorted(set(filters) - {*_GRID_FILTERS, *_SAMPLE_FILTERS})
+        if unknown:
+            options = ", ".join(repr(f) for f in (*_GRID_FILTERS, *_SAMPLE_FILTERS))
+            raise ArgumentError(f"filters must be among {options}; got {unknown!r}")
+        grid = {k: v for k, v in filters.items() if k in _GRID_FILTERS}
+        samples = {k: v for k, v in filters.items() if k in _SAMPLE_FILTERS}
+        if grid:
+            current = self.state.grid_filters.__dict__
+            self.state.set_grid_filters(GridFilters(**{**current, **grid}))
+        if samples:
+            self.state.set_sample_filters(self.state.with_filters(**samples))
+        self._draw_all()
+
+    def sort_by(self, column: str, *, descending: bool = False) -> None:
+        """Sort the overview by ``column`` (``case_id``, ``diff``, ``absdiff``, ``flaky``,
+        ``incomplete``, ``group``, ``split`` or ``rate:<variant>``)."""
+        self.state.set_sort(column, descending)
+        self._draw_grid()
+
+    def set_check(self, check: str) -> None:
+        """Show ``check`` (a check name, or ``"all"``)."""
+        self.state.set_check(check)
+        self._draw_all()
+
+    def compare_pair(self, a: str, b: str) -> None:
+        """Take the differences and the verdict line for ``b`` against ``a``."""
+        self.state.set_pair(a, b)
+        self._draw_all()
+
+    def record(self, position: int, verdict: str) -> None:
+        """Save ``verdict`` for the listed sample at ``position`` (the sample's position
+        in the run, as each listed sample gives it)."""
+        self.state.record(position, verdict)
+        self._draw_all()
+
+    def review(self, position: int) -> Annotator:
+        """Open the review panel below, at the sample at ``position``."""
+        if self.state.annotator is None:
+            raise ArgumentError(
+                "'annotator' is needed to review: explore(run, annotator='your name')"
+            )
+        panel = Annotator(
+            self.state.run, self.state.annotator, advance=False, start=self.state.key(position)
+        )
+        panel.state.on_save.append(self._heard)
+        self.panel = panel
+        self._panel_box.children = [panel]
+        return panel
+
+    def _heard(self, key: SampleKey, verdict: str) -> None:
+        self.state.heard(key, verdict)
+        self._draw_all()
+
+    # -- messages from the page -------------------------------------------------------
+
+    def _handle(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        seq = content.get("seq")
+        try:
+            self.view.message = ""
+            self._act(content)
+        except (EvalnbError, ValueError, TypeError, KeyError) as exc:
+            self.view.message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        finally:
+            if isinstance(seq, int):
+                self.view.answered = seq
+
+    def _act(self, content: dict[str, Any]) -> None:
+        action = content.get("action")
+        if action == "cell":
+            self.open_cell(str(content["case_id"]), str(content["variant"]))
+        elif action == "side":
+            self.side_by_side(str(content["case_id"]))
+        elif action == "search":
+            self.search(str(content.get("query", "")), regex=bool(content.get("regex")))
+        elif action == "filters":
+            values = content.get("filters") or {}
+            self.set_filters(**{k: values[k] for k in values})
+        elif action == "sort":
+            self.sort_by(str(content["sort"]), descending=bool(content.get("descending")))
+        elif action == "check":
+            self.set_check(str(content["check"]))
+        elif action == "pair":
+            self.compare_pair(str(content["a"]), str(content["b"]))
+        elif action == "grid_page":
+            self.state.grid_at = max(0, int(content["page"]))
+            self._draw_grid()
+        elif action == "list_page":
+            self.state.list_at = max(0, int(content["page"]))
+            self._draw_list()
+        elif action == "verdict":
+            self.record(int(content["position"]), str(content["verdict"]))
+        elif action == "review":
+            self.review(int(content["position"]))
+        else:
+            raise ArgumentError(f"unknown action {action!r}")
+
+    # -- drawing ----------------------------------------------------------------------
+
+    def _draw_all(self) -> None:
+        self._draw_header()
+        self._draw_grid()
+        self._draw_list()
+
+    def _draw_header(self) -> None:
+        state, frame = self.state, self.state.grid.frame
+        self.view.header = {
+            "check": state.check,
+            "checks": state.checks,
+            "variants": state.variants,
+            "a": state.pair[0],
+            "b": state.pair[1],
+            "suite": state.suite,
+            "story": state.story,
+            "note": state.note,
+            "cautions": state.cautions,
+            "method": f"{state.grid.method} intervals at {state.level * 100:g}% per case",
+            "annotator": state.annotator or "",
+            "tags": sorted({str(t) for tags in state._cases["tags"] for t in tags}),
+            "splits": sorted(set(frame["split"])),
+            "groups": sorted(set(frame["group"]))
+            if frame["group"].ne(frame["case_id"]).any()
+            else [],
+        }
+
+    def _draw_grid(self) -> None:
+        state = self.state
+        self.view.overview = state.grid_page()
+        self.view.controls = {
+            "sort": state.sort,
+            "descending": state.descending,
+            "grid": dict(state.grid_filters.__dict__),
+            "samples": dict(state.sample_filters.__dict__),
+        }
+
+    def _draw_list(self) -> None:
+        listing = self.state.list_page()
+        self.view.listing = listing
+        if self.state.message:
+            self.view.message = self.state.message
+
+    # -- without a live kernel --------------------------------------------------------
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        bundle = dict(bundle)
+        bundle["text/html"] = static_html(self.state)
+        return bundle
+
+
+def static_html(state: ExploreState, rows: int = 50) -> str:
+    """The overview as plain, escaped HTML (what a saved notebook or ``make docs`` shows
+    where the widget cannot run): the verdict line, the suite rates, and the first
+    ``rows`` cases of the grid as sorted."""
+    esc = html.escape
+    head = "".join(f"<th>{esc(v)}</th>" for v in state.variants)
+    diff_head = f"<th>{esc(state.pair[1])} − {esc(state.pair[0])}</th>"
+    lines = []
+    frame = state.grid_rows().head(rows)
+    for row in frame.to_dict("records"):
+        cells = "".join(f"<td>{_cell_text(row, v)}</td>" for v in state.variants)
+        diff = row["diff"]
+        shown = "" if pd.isna(diff) else f"{diff * 100:+.1f} pp"
+        lines.append(f"<tr><td>{esc(str(row['case_id']))}</td>{cells}<td>{shown}</td></tr>")
+    suite = "".join(f"<div>{esc(s['variant'])}: {esc(s['text'])}</div>" for s in state.suite)
+    more = len(state.grid_rows()) - len(frame)
+    tail = f"<div>… and {more} more cases (open the notebook to explore)</div>" if more > 0 else ""
+    return (
+        "<div class='evalnb-explore-static tex2jax_ignore mathjax_ignore'>"
+        f"<div><b>{esc(state.story)}</b></div>{suite}"
+        f"<div>check <code>{esc(state.check)}</code> · k/n per case, {esc(state.grid.method)} "
+        f"interval</div><table><tr><th>case</th>{head}{diff_head}</tr>{''.join(lines)}</table>"
+        f"{tail}</div>"
+    )
+
+
+def _cell_text(row: Mapping[str, Any], variant: str) -> str:
+    k, n = row[f"k:{variant}"], row[f"n:{variant}"]
+    if not n:
+        return "no scored sample"
+    low, high = row[f"low:{variant}"], row[f"high:{variant}"]
+    text = f"{k}/{n} · {k / n * 100:.0f}% [{low * 100:.0f}–{high * 100:.0f}]"
+    extra = [
+        f"{row[f'{name}:{variant}']} {label}"
+        for name, label in (("incomplete", "incomplete"), ("unscored", "unscored"))
+        if row[f"{name}:{variant}"]
+    ]
+    if row[f"flaky:{variant}"]:
+        extra.append("flaky")
+    return html.escape(" · ".join([text, *extra]))
