@@ -15,6 +15,7 @@ from ._types import Sample as Sample
 from ._types import ToolCall as ToolCall
 from ._types import Variant as Variant
 from .analysis import Calibration as Calibration
+from .analysis import Decided as Decided
 from .analysis import GatePolicy as GatePolicy
 from .analysis import Run as Run
 from .analysis import agreement as agreement
@@ -22,7 +23,9 @@ from .analysis import calibrate as calibrate
 from .analysis import compare as compare
 from .analysis import compare_cases as compare_cases
 from .analysis import compare_runs as compare_runs
+from .analysis import confidence_sequence as confidence_sequence
 from .analysis import costs as costs
+from .analysis import flakiness as flakiness
 from .analysis import gate as gate
 from .analysis import history as history
 from .analysis import latency as latency
@@ -38,12 +41,15 @@ from .cases import load_experiment as load_experiment
 from .checks import FunctionCheck as FunctionCheck
 from .checks import Outcome as Outcome
 from .checks import Unscored as Unscored
+from .explorer import Explorer as Explorer
+from .explorer import explore as explore
 from .plots import plot_agreement as plot_agreement
 from .plots import plot_compare as plot_compare
 from .plots import plot_history as plot_history
 from .plots import plot_intervals as plot_intervals
 from .plots import plot_latency as plot_latency
 from .plots import plot_power as plot_power
+from .plots import plot_sequence as plot_sequence
 from .plots import variant_colors as variant_colors
 from .report import render_report as render_report
 from .report import report_html as report_html

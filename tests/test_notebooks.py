@@ -20,6 +20,8 @@ QUICK = {
     "03_agreement.ipynb": "DRAWS = 5",
     "04_review.ipynb": "",
     "05_real_model.ipynb": "USE_REAL_MODEL = False",  # the committed run: no model needed
+    "06_until_decided.ipynb": "COPIES = 25",
+    "07_explore.ipynb": "REPEATS = 3",
 }
 
 

@@ -17,6 +17,7 @@ from evalnb.analysis._calibrate import Calibration, calibrate
 from evalnb.analysis._compare import compare, compare_cases
 from evalnb.analysis._cost import costs, load_prices
 from evalnb.analysis._display import register_formatter as _register_formatter
+from evalnb.analysis._flaky import flakiness
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._gate import GatePolicy, format_gate, gate
 from evalnb.analysis._history import history
@@ -26,10 +27,12 @@ from evalnb.analysis._ppi import ppi_compare, ppi_rate
 from evalnb.analysis._rates import proportion_interval, rates
 from evalnb.analysis._runs import compare_runs
 from evalnb.analysis._scores import scores
+from evalnb.analysis._sequence import Decided, confidence_sequence
 from evalnb.analysis._suite import suite_rate
 
 __all__ = [
     "Calibration",
+    "Decided",
     "GatePolicy",
     "Run",
     "agreement",
@@ -37,7 +40,9 @@ __all__ = [
     "compare",
     "compare_cases",
     "compare_runs",
+    "confidence_sequence",
     "costs",
+    "flakiness",
     "format_gate",
     "gate",
     "history",

@@ -18,6 +18,7 @@ from evalnb.cases.suites import PREFIX, resolve
 from evalnb.cli._ci import show_progress
 from evalnb.cli._common import UsageError, interrupts_once
 from evalnb.runner import run
+from evalnb.store import read_manifest
 from evalnb.targets import Command, OpenAIChat, Target
 from evalnb.targets._containment import Containment
 
@@ -58,7 +59,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument(
         "--require-trace", action="store_true", help="command target: no usable trace = malformed"
     )
-    p.add_argument("--api-key-env", help="name of the environment variable holding the API key")
+    p.add_argument(
+        "--api-key-env",
+        help="name of the environment variable holding the API key (a command target's "
+        "harness gets it; its value is never stored)",
+    )
     p.add_argument(
         "--pass-env",
         action="append",
@@ -82,6 +87,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--request-timeout", type=float, help="per-request / per-process timeout (s)")
     p.add_argument("--out", help="run directory to create (default runs/run-<time>-<hex>)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted run in --out")
+    _until_arguments(p)
     _budget_and_cache_arguments(p)
     _progress_arguments(p)
     p.add_argument(
@@ -99,6 +105,46 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "never gets the target's key)",
     )
     return p
+
+
+def _until_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--until-decided",
+        nargs="+",
+        metavar="VARIANT",
+        help="run until decided: A B [B2 ...], the baseline then the others; cases run in a "
+        "seeded random order until an anytime-valid sequence decides (or cases/budget run out)",
+    )
+    p.add_argument(
+        "--alpha", type=float, help="--until-decided: family-wise error rate (default 0.05)"
+    )
+    p.add_argument(
+        "--margin",
+        type=float,
+        help="--until-decided: also stop as 'equivalent' once the difference is inside +-MARGIN",
+    )
+
+
+def _until(args: argparse.Namespace, experiment: Any) -> dict[str, Any]:
+    """``until=`` from --until-decided (or the experiment's [until]), flags first."""
+    spec = dict(experiment.until) if experiment and experiment.until else {}
+    if args.until_decided:
+        if len(args.until_decided) < 2:
+            raise UsageError(
+                f"--until-decided needs a baseline and at least one other variant: A B; "
+                f"got {args.until_decided!r}"
+            )
+        spec.update(a=args.until_decided[0], b=args.until_decided[1:])
+    for key in ("alpha", "margin"):
+        if getattr(args, key) is not None:
+            if not spec:
+                raise UsageError(f"--{key} needs --until-decided A B")
+            spec[key] = getattr(args, key)
+    if not spec:
+        return {}
+    from evalnb.analysis import Decided
+
+    return {"until": Decided(**spec)}
 
 
 def _budget_and_cache_arguments(p: argparse.ArgumentParser) -> None:
@@ -225,7 +271,8 @@ def _target(spec: dict[str, Any], stack: contextlib.ExitStack, base_dir: Path) -
             setup=containment.setup if containment else None,
             inspect=containment.inspect if containment else None,
             require_trace=bool(spec.get("require_trace")),
-            pass_env=spec.get("pass_env", []),
+            # The harness reaches the model with the key: passed to it, never stored.
+            pass_env=[*spec.get("pass_env", []), *filter(None, [spec.get("api_key_env")])],
             **({"timeout": spec["timeout"]} if spec.get("timeout") else {}),
         )
     if server is None:
@@ -296,6 +343,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     settings.update(_cluster_settings(args))
+    settings.update(_until(args, experiment))
     with contextlib.ExitStack() as stack:
         base_dir = experiment.path.parent if experiment and not args.command else Path.cwd()
         target = _target(spec, stack, base_dir)
@@ -341,8 +389,24 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 )
                 return 130
     print(result.summary())
+    if "until" in settings:
+        _until_note(result.path)
     _stopped_note(result, argv, args.resume)
     return 0
+
+
+def _until_note(path: Path) -> None:
+    """The rule's verdicts, one line per comparison, as the run's last look left them."""
+    until = read_manifest(path).get("until") or {}
+    rule, looks = until.get("rule") or {}, until.get("looks") or []
+    for entry in until.get("verdicts") or []:
+        low, high = entry.get("low"), entry.get("high")
+        print(
+            f"until decided: {entry['b']} vs {rule.get('a')}: {entry['verdict']} after "
+            f"{len(looks)} of {len(until.get('order') or [])} cases (stopped: "
+            f"{until.get('stopped')}); {100 * (1 - rule.get('alpha_each', 0.05)):g}% "
+            f"anytime-valid interval {100 * low:+.1f} to {100 * high:+.1f} pp"
+        )
 
 
 def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -39,9 +39,18 @@ from evalnb.cases._files import file_sha256, load_cases
 from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases, checks_for
 from evalnb.runner._blocking import blocking
 from evalnb.runner._budget import Budget
-from evalnb.runner._judging import judging, require_judge
+from evalnb.runner._judging import embeddings_of, judging, require_judge
 from evalnb.runner._manifest import check_resume, check_same_target, new_manifest, now
 from evalnb.runner._result import RunResult, Tally
+from evalnb.runner._until import (
+    StoppingRule,
+    Watch,
+    case_major,
+    check_rule,
+    check_same_rule,
+    drawn_order,
+    start_record,
+)
 from evalnb.targets import CountingTarget, Target
 from evalnb.targets._cache import ResponseCache
 
@@ -131,8 +140,10 @@ class _Execution:
         canonical: Callable[[str, Case], str | None],
         budget: Budget | None = None,
         tally: Tally | None = None,
+        watch: Watch | None = None,
     ) -> None:
         self.budget = budget
+        self.watch = watch
         self.target = target
         self.canonical = canonical
         self.writer = writer
@@ -214,6 +225,9 @@ class _Execution:
         self.samples.append(sample)
         if self.budget is not None:
             self.budget.add_sample(sample)
+        if self.watch is not None:
+            self.watch.add_sample(sample, results)
+            self.watch.update()
         if not sample.completed:
             self.incomplete += 1
         if (
@@ -223,9 +237,11 @@ class _Execution:
             self.flush()
 
     def flush(self) -> None:
+        # Tally what was stored: a sample the writer could not store as given is kept as
+        # ``malformed``, and the summary counts it as such.
+        samples, results = self.writer.write(self.samples, self.results)
         if self.tally is not None:
-            self.tally.add(self.samples, self.results)
-        self.writer.write(self.samples, self.results)
+            self.tally.add(samples, results)
         self.samples, self.results = [], []
         self.last_flush = time.monotonic()
 
@@ -242,6 +258,8 @@ class _Execution:
             for order, (case, variant, repeat) in queue:
                 if self.budget is not None and self.budget.reached:
                     return  # no new sample; the ones in flight finish and are recorded
+                if self.watch is not None and self.watch.decided:
+                    return  # decided: the samples in flight finish and are kept
                 sample = await self.attempt(case, variant, repeat, order)
                 await self.record(case, sample)
                 bar.update(1)
@@ -269,8 +287,10 @@ class _Session:
         *,
         command: Sequence[str] | None,
         on_start: Callable[[Path], None] | None,
+        until: StoppingRule | None = None,
     ) -> None:
         self.target = target
+        self.until = until
         self.judge = judge
         self.command = command
         self.on_start = on_start
@@ -280,6 +300,7 @@ class _Session:
         self.resumed = False
         self.done: set[tuple[str, str, int]] = set()
         self.status = "interrupted"  # until execute has run every key
+        self.watch: Watch | None = None
 
     def prepare(
         self,
@@ -325,7 +346,13 @@ class _Session:
             )
         self.budget = Budget(max_cost, max_tokens, prices)
         self.cached = None if cache is None else ResponseCache(self.target, cache)
-        self.planned = plan(self.cases, self.variants, repeats, order, seed)
+        if self.until is None:
+            self.planned = plan(self.cases, self.variants, repeats, order, seed)
+        else:
+            check_rule(self.until, self.variants, order, cluster)
+            drawn = drawn_order(self.cases, seed)
+            self.planned = case_major(plan(drawn, self.variants, repeats, order, seed), drawn)
+            self.watch = Watch(self.until, [c.id for c in drawn], len(self.variants) * repeats)
         self.repeats, self.order, self.seed = repeats, order, seed
         self.concurrency, self.cluster, self.shard_size = concurrency, cluster, shard_size
         self.tally = Tally((v.name for v in self.variants), self.budget.prices)
@@ -371,6 +398,7 @@ class _Session:
             if isinstance(self.target, contextlib.AbstractAsyncContextManager):
                 await stack.enter_async_context(self.target)
             self.counted_judge = await stack.enter_async_context(judging(self.judge))
+            stack.enter_context(embeddings_of(self.target))
             await self._describe()
             if self.cluster is not None:
                 from evalnb.runner._distributed import Sharded
@@ -422,7 +450,10 @@ class _Session:
         if not any((path / "cases").glob("part-*.parquet")):
             store.RunWriter(path).write_cases(self.cases)  # killed before it wrote them, or older
         store.remove_orphan_parts(path)
+        check_same_rule(self.manifest.get("until"), self.until, path)
         self.done = store.sample_keys(path)
+        if self.watch is not None:
+            self.watch.replay(path, self.done)
         self.run_id = self.manifest["run_id"]
         self.resumed = True
         self.manifest.setdefault("resumes", []).append(
@@ -454,10 +485,13 @@ class _Session:
             planned=self.planned,
             command=self.command,
         )
+        if self.watch is not None:
+            self.manifest["until"] = start_record(self.watch.rule, self.watch.drawn)
         # Written before the target is probed (which may take its whole timeout), so a
         # kill at any moment leaves a run that --resume can finish.
         store.write_json_atomic(path / "manifest.json", self.manifest)
         store.RunWriter(path).write_cases(self.cases)
+        _keep_import_record(self.cases_file, path)
 
     async def _describe(self) -> None:
         """The target (the resumed run's own, or refused) and the judge, in the manifest."""
@@ -499,6 +533,7 @@ class _Session:
             canonical or _default_canonical,
             self.budget,
             self.tally if local else None,
+            self.watch,
         )
         with tqdm(
             total=len(self.planned),
@@ -519,7 +554,8 @@ class _Session:
                     self.counted_judge,
                     bar,
                 )
-        self.status = "interrupted" if self.budget.reached else "complete"
+        decided = self.watch is not None and self.watch.decided
+        self.status = "interrupted" if self.budget.reached and not decided else "complete"
 
     def finish(self) -> None:
         """Write what is buffered, then the run's status, judge calls, budget and cache into
@@ -530,8 +566,19 @@ class _Session:
             self.manifest.setdefault("judge", {"calls": 0})["calls"] += self.counted_judge.calls
         self.manifest.update(status=self.status, ended_at=now().isoformat())
         _end_budget(self.manifest, self.budget)
+        if self.watch is not None:
+            self.manifest["until"] = self.watch.record(self._stopped())
         _end_cache(self.manifest, self.cached)
         store.write_json_atomic(self.path / "manifest.json", self.manifest)
+
+    def _stopped(self) -> str:
+        """Why a run with a stopping rule ended: ``decided``, ``budget``, ``cases`` (every
+        case ran undecided) or ``interrupted``."""
+        if self.watch is not None and self.watch.decided:
+            return "decided"
+        if self.budget.reached:
+            return "budget"
+        return "cases" if self.status == "complete" else "interrupted"
 
     def result(self) -> RunResult:
         """The run's :class:`RunResult`, over every sample of the run (those of a resumed
@@ -569,6 +616,7 @@ async def arun(
     max_tokens: int | None = None,
     prices: Prices | str | os.PathLike[str] | None = None,
     cache: str | os.PathLike[str] | None = None,
+    until: StoppingRule | None = None,
 ) -> RunResult:
     """Run every case for every variant ``repeats`` times against ``target``, write a run
     directory and return its :class:`RunResult`. ``run`` blocks (in a notebook too: the run
@@ -592,8 +640,7 @@ async def arun(
             time>`` (never deleted; stderr says so), unless another process writes it.
         order: ``"alternate"`` (each case and repeat rotates the variant that goes first)
             or ``"shuffle"``, seeded by ``seed``; the manifest keeps the planned order.
-        checks: checks added to every case (specs, callables or check objects), each named
-            apart from the case's own.
+        checks: checks for every case (specs, callables or check objects), named apart from its own.
         timeout: seconds one sample may take (``None``: the target's own limits).
         progress: show a tqdm progress bar.
         flush_every, flush_seconds: write a part after this many samples or seconds.
@@ -602,8 +649,7 @@ async def arun(
         judge: the target that answers ``judge`` checks (required when a case has one).
         canonical: ``fn(answer, case)``, the form two agreeing answers share; default: the
             ``expect_keys`` as JSON, else the answer with white space collapsed, case folded.
-        defaults: checks and fields for every case of a cases file, under its own
-            ``defaults`` (an experiment file's ``[defaults]``).
+        defaults: checks and fields for every case, as a cases file's own ``defaults``.
         cluster: a ``distributed.Client`` or a Dask scheduler address (``tcp://host:8786``):
             the pending keys run there in shards of ``shard_size`` samples, each committed
             atomically; every worker must see ``out`` at the same path.
@@ -612,12 +658,13 @@ async def arun(
             ``stopped`` in its manifest, and ``resume`` finishes it (what was spent counts).
         prices: a price table (TOML file, or model -> (input, output) dollars per million
             tokens); the summary then shows what the run cost.
-        cache: a development cache folder (``OpenAIChat`` only): completions are kept by
-            request body and repeat and served from there next time (``cached`` column).
+        cache: a development cache folder (``OpenAIChat`` only), keyed by case, variant,
+            repeat and request body (``cached`` column); a damaged entry is asked again.
+        until: a stopping rule (``evalnb.Decided``): cases in a seeded order until it decides.
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
-    session = _Session(target, judge, command=command, on_start=on_start)
+    session = _Session(target, judge, command=command, on_start=on_start, until=until)
     session.prepare(
         cases,
         variants,
@@ -646,6 +693,25 @@ async def arun(
 run = blocking(arun)
 
 
+#: The record an import writes beside a suite; a run of that suite keeps a copy.
+IMPORTED = "imported.json"
+
+
+def _keep_import_record(cases_file: Mapping[str, Any] | None, path: Path) -> None:
+    """Copy an imported suite's ``imported.json`` into the run (its SHA-256 is in the
+    manifest's ``cases_file``), so what the import mapped, approximated and refused travels
+    with the samples it shaped."""
+    record = (cases_file or {}).get("imported")
+    if record is None:
+        return
+    try:
+        data = json.loads(Path(record["path"]).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or not JSON
+        print(f"evalnb: {record['path']}: not kept in the run ({exc})", file=sys.stderr)
+        return
+    store.write_json_atomic(path / IMPORTED, data)
+
+
 def _load_cases(
     cases: Sequence[Case] | str | os.PathLike[str], defaults: Mapping[str, Any] | None
 ) -> tuple[list[Case], dict[str, Any] | None]:
@@ -657,6 +723,9 @@ def _load_cases(
         cases_file = {"path": str(cases), "sha256": file_sha256(cases)}
         if defaults:
             cases_file["defaults"] = dict(defaults)
+        imported = Path(cases).parent / IMPORTED
+        if imported.is_file():  # an imported suite: what came in and what did not
+            cases_file["imported"] = {"path": str(imported), "sha256": file_sha256(imported)}
         cases = loaded
     elif defaults:
         raise ArgumentError(
@@ -735,8 +804,10 @@ def _end_cache(manifest: dict[str, Any], cached: ResponseCache | None) -> None:
         return
     earlier = manifest.get("cache") or {}
     record = cached.record()
-    for count in ("hits", "misses"):
-        record[count] += earlier.get(count, 0)
+    for count in ("hits", "misses", "rejected"):
+        total = record.get(count, 0) + earlier.get(count, 0)
+        if total or count != "rejected":  # "rejected" only when an entry was
+            record[count] = total
     manifest["cache"] = record
 
 
