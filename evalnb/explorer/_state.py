@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from evalnb._exceptions import ArgumentError, EvalnbError
 from evalnb.analysis import compare, costs, rates, suite_rate
 from evalnb.analysis._display import cautions_as_warnings
 from evalnb.analysis._frames import Run, load
+from evalnb.analysis._sequence import is_sequential
 from evalnb.analysis._story import story
 from evalnb.analysis._tally import (
     ALL,
@@ -129,6 +131,9 @@ class ExploreState:
         self._check_arrays: tuple[np.ndarray, ...] | None = None
         self._searches: dict[tuple[str, bool], np.ndarray | str] = {}
         self._stores: dict[str, VerdictStore] = {}
+        # Held while the run's text columns, check rows or search index are built, by
+        # whichever comes first: a click, or :meth:`warm` on a worker thread.
+        self._building = threading.RLock()
         self.grid_filters = GridFilters()
         self.sample_filters = SampleFilters()
         self.sort, self.descending = (
@@ -208,13 +213,15 @@ class ExploreState:
         try:
             with cautions_as_warnings(), warnings.catch_warnings(record=True):
                 warnings.simplefilter("always")
-                frame = compare(self._counts, a=a, b=b, check=self.check, level=self.level)
+                # A run stopped by its sequence is compared by that sequence, as compare()
+                # does; any other from the tallies already made.
+                data = self.run if is_sequential(self.run) else self._counts
+                frame = compare(data, a=a, b=b, check=self.check, level=self.level)
         except EvalnbError as exc:
             return f"no comparison of {b} with {a}: {exc}", ""
         row = frame.to_dict("records")[0]
-        told = story(row)
-        methods = "" if told.methods else f" · {row['method']}"
-        return told.line(a, b, self.check) + methods, told.note
+        told = story(row)  # compare's own sentence: its test named, its interval the test's
+        return told.line(a, b, self.check), told.note
 
     def set_grid_filters(self, filters: GridFilters) -> None:
         """List only the cases ``filters`` keeps; back to the first page."""
@@ -465,16 +472,40 @@ class ExploreState:
             "verdict_by": self._verdict_by.get(position, ""),
         }
 
+    def warm(self) -> None:
+        """Read the text columns, the check rows and the search index (words in lower case
+        too) now, so the first list of samples and the first search do not wait for them;
+        the widget calls this on a worker thread once the overview shows."""
+        texts = self._search_index()
+        for name in ("prompt", "answer", "detail"):
+            with self._building:
+                texts.lower(name)
+
     def _text_frame(self) -> pd.DataFrame:
-        if self._texts is None:
-            self._texts = self.run.table("samples", _TEXT)
-        return self._texts
+        with self._building:
+            if self._texts is None:
+                self._texts = self.run.table("samples", _TEXT)
+            return self._texts
 
     def _checks_frame(self) -> pd.DataFrame:
-        if self._all_checks is None:
-            rows = check_outcomes(self.run, ALL)[1]
-            self._all_checks = rows.sort_values("position", kind="stable")
-        return self._all_checks
+        with self._building:
+            if self._all_checks is None:
+                rows = check_outcomes(self.run, ALL)[1]
+                self._all_checks = rows.sort_values("position", kind="stable")
+            return self._all_checks
+
+    def _search_index(self) -> Texts:
+        with self._building:
+            if self._search_texts is None:
+                t, rows = self._text_frame(), self._checks_frame()
+                self._search_texts = Texts(
+                    prompt=_arrow(t["prompt"]),
+                    answer=_arrow(t["answer"]),
+                    detail=_arrow(rows["detail"]),
+                    detail_sample=rows["position"].to_numpy(),
+                    samples=len(self._samples),
+                )
+            return self._search_texts
 
     def _checks_of(self, position: int) -> list[list[Any]]:
         if self._check_arrays is None:
@@ -499,17 +530,10 @@ class ExploreState:
         key = (query, use_regex)
         found = self._searches.pop(key, None)
         if found is None:
-            if self._search_texts is None:
-                t, rows = self._text_frame(), self._checks_frame()
-                self._search_texts = Texts(
-                    prompt=_arrow(t["prompt"]),
-                    answer=_arrow(t["answer"]),
-                    detail=_arrow(rows["detail"]),
-                    detail_sample=rows["position"].to_numpy(),
-                    samples=len(self._samples),
-                )
+            texts = self._search_index()
             try:
-                found = search(self._search_texts, query, use_regex=use_regex)
+                with self._building:  # the lower-cased fields may still be in the making
+                    found = search(texts, query, use_regex=use_regex)
             except SearchError as exc:
                 found = str(exc)
         self._searches[key] = found
@@ -591,7 +615,8 @@ class ExploreState:
         run_id = str(s["run_id"].iat[position])
         store = self._stores.get(run_id)
         if store is None:
-            store = self._stores[run_id] = VerdictStore(self.run.paths[run_id])
+            store = VerdictStore(self.run.paths[run_id], run_id=run_id)
+            self._stores[run_id] = store
         store.save(
             str(s["case_id"].iat[position]),
             str(s["variant"].iat[position]),

@@ -10,8 +10,10 @@ the review panel, opened at a sample on request.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -118,6 +120,16 @@ class Explorer(widgets.VBox):
         self.add_class("evalnb-explorer")
         self.view.on_msg(self._handle)
         self._draw_all()
+        # The first list of samples and the first search would read the run's text columns
+        # and lower-case them (0.3 s on 100,000 samples); a worker does it while the
+        # person looks at the overview, and a click that comes sooner waits for it.
+        threading.Thread(target=self._warm, name="evalnb-explore-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        # A worker thread has no one to tell: the click that needs the texts does the work
+        # again and shows its one-line error there.
+        with contextlib.suppress(Exception):
+            self.state.warm()
 
     # -- what a person does -----------------------------------------------------------
 

@@ -75,9 +75,11 @@ class VerdictStore:
     many, may write to the same run at once: every part has a unique name.
     """
 
-    def __init__(self, run_dir: str | os.PathLike[str]):
+    def __init__(self, run_dir: str | os.PathLike[str], *, run_id: str | None = None):
         self.run_dir = Path(run_dir)
-        self.run_id = str(read_manifest(self.run_dir).get("run_id") or self.run_dir.name)
+        if run_id is None:  # a caller that has read the manifest already passes its run id
+            run_id = str(read_manifest(self.run_dir).get("run_id") or self.run_dir.name)
+        self.run_id = run_id
         folder = self.run_dir / "verdicts"
         if not folder.is_dir():
             folder.mkdir(mode=0o700)
