@@ -59,11 +59,16 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def die_with_parent() -> Callable[[], None] | None:
+def die_with_parent(watched_by: int | None = None) -> Callable[[], None] | None:
     """A ``preexec_fn`` that makes the child get SIGKILL when the process that started it
     dies, however it dies (SIGKILL included): ``prctl(PR_SET_PDEATHSIG)``, Linux only
     (``None`` elsewhere). The kernel sends it when the *thread* that forked the child
     ends: start children from a thread that lives as long as they should (an event loop's).
+
+    ``watched_by``: the write end of the :func:`watchdog`'s pipe (:meth:`_Watchdog.fd`); the
+    child, the leader of a new session, registers its own process group there before it
+    runs anything, so no moment passes in which the runner could die with the group unknown
+    to the watchdog (the parent's :meth:`_Watchdog.watch` comes only after the spawn).
     """
     prctl = _prctl()
     if prctl is None:
@@ -71,10 +76,13 @@ def die_with_parent() -> Callable[[], None] | None:
     parent = os.getpid()
 
     def setup() -> None:
-        # Runs in the child between fork and exec: no allocation, no locks, no imports.
+        # Runs in the child between fork and exec: no locks, no imports.
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the parent died before prctl took effect
             os._exit(137)
+        if watched_by is not None:
+            with contextlib.suppress(OSError):  # no watchdog: PDEATHSIG still holds
+                os.write(watched_by, b"+%d\n" % os.getpgid(0))  # one atomic pipe write
 
     return setup
 
@@ -121,6 +129,13 @@ class _Watchdog:
         self._process: subprocess.Popen[bytes] | None = None
         self._owner = 0
 
+    def fd(self) -> int | None:
+        """The write end of the pipe to the watchdog (started if need be), for a child to
+        register its own group between fork and exec; None without a watchdog."""
+        with self._lock:
+            process = self._ensure()
+            return None if process is None or process.stdin is None else process.stdin.fileno()
+
     def watch(self, pgid: int) -> None:
         """Kill process group ``pgid`` if this process dies before :meth:`release`."""
         self._send(f"+{pgid}\n")
@@ -129,14 +144,19 @@ class _Watchdog:
         """Process group ``pgid`` is over: forget it."""
         self._send(f"-{pgid}\n")
 
+    def _ensure(self) -> subprocess.Popen[bytes] | None:
+        """The running watchdog of this process, started if there is none (the lock held)."""
+        process = self._process
+        if process is None or self._owner != os.getpid() or process.poll() is not None:
+            process = self._process = self._start()
+            self._owner = os.getpid()
+            if process is not None:
+                atexit.register(self._close, process)
+        return process
+
     def _send(self, line: str) -> None:
         with self._lock:
-            process = self._process
-            if process is None or self._owner != os.getpid() or process.poll() is not None:
-                process = self._process = self._start()
-                self._owner = os.getpid()
-                if process is not None:
-                    atexit.register(self._close, process)
+            process = self._ensure()
             if process is None or process.stdin is None:
                 return
             try:

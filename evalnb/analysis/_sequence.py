@@ -35,6 +35,7 @@ import pandas as pd
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number
+from evalnb.analysis._compare import _wide
 from evalnb.analysis._frames import Run
 from evalnb.analysis._tally import tallies
 from evalnb.runner._until import CaseOutcomes, Decision
@@ -567,20 +568,8 @@ def _paired(data: Run, a: str, b: str, check: Any, on: str) -> tuple[pd.DataFram
                 f"'a' and 'b' must be {on} values of the run; got {name!r} (values: "
                 f"{sorted(set(side))!r})"
             )
-    keys = ["check", "case_id"]
-    frame = counts.assign(
-        check=counts["check"].astype(object), case_id=counts["case_id"].astype(object)
-    )
-    left = frame[side == a][[*keys, "k", "n"]].rename(columns={"k": "k_a", "n": "n_a"})
-    right = frame[side == b][[*keys, "k", "n"]].rename(columns={"k": "k_b", "n": "n_b"})
-    wide = left.merge(right, on=keys, how="outer")
-    for column in ("k_a", "n_a", "k_b", "n_b"):
-        wide[column] = wide[column].fillna(0).astype(np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        wide["rate_a"] = np.where(wide["n_a"] > 0, wide["k_a"] / wide["n_a"], np.nan)
-        wide["rate_b"] = np.where(wide["n_b"] > 0, wide["k_b"] / wide["n_b"], np.nan)
-    wide["diff"] = wide["rate_b"] - wide["rate_a"]
-    wide["paired"] = (wide["n_a"] > 0) & (wide["n_b"] > 0)
+    wide = _wide(counts, a, b, by=[], on=on, cluster="case_id")  # compare's own pairing
+    wide = wide.assign(check=wide["check"].astype(object), case_id=wide["case_id"].astype(object))
     return wide, a, b
 
 

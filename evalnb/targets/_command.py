@@ -270,7 +270,7 @@ class Command:
                 cwd=workspace,
                 env=env,
                 start_new_session=True,
-                preexec_fn=die_with_parent(),
+                preexec_fn=die_with_parent(watched_by=watchdog().fd()),
             )
         except (OSError, ValueError) as exc:
             raise TargetError(
