@@ -23,7 +23,7 @@ from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._exact import sign_flip_min_p
 from evalnb.analysis._frames import Run
-from evalnb.analysis._paired import FEW_GROUPS, PairedTest, Pairs, paired_test
+from evalnb.analysis._paired import FEW_GROUPS, PairedTest, Pairs, paired_test, wide_counts
 from evalnb.analysis._tally import has_column, require_cases, tallies
 
 __all__ = ["compare", "compare_cases"]
@@ -122,7 +122,7 @@ def compare(
     keys = [*by, "check"]
     parts = []
     for left, right in pairs:
-        wide = _wide(counts, left, right, by=by, on=on, cluster=cluster)
+        wide = wide_counts(counts, left, right, by=by, on=on, cluster=cluster)
         parts.append(_compare_pair(wide, left, right, keys, cluster, mode, level))
     out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     return display.result(_adjust(out, keys, adjust, 1 - level), display.compare_summary)
@@ -313,7 +313,7 @@ def paired_counts(
     """Per case: counts of both sides side by side, and which cases are paired."""
     counts, values, cluster = side_counts(data, by=by, on=on, check=check, source=source)
     a, b = _args.pair(a, b, values, what=f"{on} values")
-    return _wide(counts, a, b, by=by, on=on, cluster=cluster), a, b, cluster
+    return wide_counts(counts, a, b, by=by, on=on, cluster=cluster), a, b, cluster
 
 
 def side_counts(
@@ -355,30 +355,6 @@ def _no_side_in_by(data: Any, by: list[str], on: str) -> None:
             f"'by' must name columns to group by; got {sides[0]!r}, one of the {on} values: "
             f"name the sides with the keywords a= (the baseline) and b="
         )
-
-
-def _wide(counts: pd.DataFrame, a: str, b: str, *, by: list[str], on: str, cluster: str) -> Any:
-    extra = [cluster] if cluster != "case_id" else []
-    side = counts[on].astype(object)
-    keys = [*by, "check", "case_id", *extra]
-    left = counts.loc[side == a, [*keys, "k", "n"]].rename(columns={"k": "k_a", "n": "n_a"})
-    right = counts.loc[side == b, [*keys, "k", "n"]].rename(columns={"k": "k_b", "n": "n_b"})
-    for frame in (left, right):
-        for key in keys:
-            if isinstance(frame[key].dtype, pd.CategoricalDtype):
-                frame[key] = frame[key].astype(object)
-    wide = left.merge(right, on=keys, how="outer", sort=False)
-    for column in ("k_a", "n_a", "k_b", "n_b"):
-        wide[column] = wide[column].fillna(0).astype(np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        wide["rate_a"] = np.where(wide["n_a"] > 0, wide["k_a"] / wide["n_a"], np.nan)
-        wide["rate_b"] = np.where(wide["n_b"] > 0, wide["k_b"] / wide["n_b"], np.nan)
-    wide["diff"] = wide["rate_b"] - wide["rate_a"]
-    wide["paired"] = (wide["n_a"] > 0) & (wide["n_b"] > 0)
-    for key in keys:
-        if isinstance(counts[key].dtype, pd.CategoricalDtype):
-            wide[key] = pd.Categorical(wide[key], categories=counts[key].cat.categories)
-    return wide.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
 def _holm(p: np.ndarray, family: np.ndarray) -> np.ndarray:

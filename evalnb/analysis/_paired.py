@@ -37,7 +37,14 @@ from evalnb.analysis._exact import (
     stratified_exact_p,
 )
 
-__all__ = ["FEW_GROUPS", "PairedTest", "Pairs", "agresti_caffo_variance", "paired_test"]
+__all__ = [
+    "FEW_GROUPS",
+    "PairedTest",
+    "Pairs",
+    "agresti_caffo_variance",
+    "paired_test",
+    "wide_counts",
+]
 
 #: Below this many groups the t verdict also needs the exact sign-flip test.
 FEW_GROUPS = 10
@@ -296,3 +303,32 @@ def _group_sums(diff: np.ndarray, clusters: np.ndarray) -> np.ndarray:
     """Per-case differences summed within each group: the units whose signs are flipped."""
     codes = pd.factorize(pd.Series(clusters, dtype=object))[0]
     return np.bincount(codes, weights=diff)
+
+
+def wide_counts(
+    counts: pd.DataFrame, a: str, b: str, *, by: list[str], on: str, cluster: str
+) -> Any:
+    """Per ``by`` key, check and case (and ``cluster`` when it is not the case): both sides'
+    counts ``k_a n_a k_b n_b``, rates, their difference and whether both sides scored the case
+    (only then is it ``paired``); :func:`evalnb.compare` and the sequences pair cases so."""
+    extra = [cluster] if cluster != "case_id" else []
+    side = counts[on].astype(object)
+    keys = [*by, "check", "case_id", *extra]
+    left = counts.loc[side == a, [*keys, "k", "n"]].rename(columns={"k": "k_a", "n": "n_a"})
+    right = counts.loc[side == b, [*keys, "k", "n"]].rename(columns={"k": "k_b", "n": "n_b"})
+    for frame in (left, right):
+        for key in keys:
+            if isinstance(frame[key].dtype, pd.CategoricalDtype):
+                frame[key] = frame[key].astype(object)
+    wide = left.merge(right, on=keys, how="outer", sort=False)
+    for column in ("k_a", "n_a", "k_b", "n_b"):
+        wide[column] = wide[column].fillna(0).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wide["rate_a"] = np.where(wide["n_a"] > 0, wide["k_a"] / wide["n_a"], np.nan)
+        wide["rate_b"] = np.where(wide["n_b"] > 0, wide["k_b"] / wide["n_b"], np.nan)
+    wide["diff"] = wide["rate_b"] - wide["rate_a"]
+    wide["paired"] = (wide["n_a"] > 0) & (wide["n_b"] > 0)
+    for key in keys:
+        if isinstance(counts[key].dtype, pd.CategoricalDtype):
+            wide[key] = pd.Categorical(wide[key], categories=counts[key].cat.categories)
+    return wide.sort_values(keys, kind="stable").reset_index(drop=True)

@@ -35,8 +35,8 @@ import pandas as pd
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number
-from evalnb.analysis._compare import _wide
 from evalnb.analysis._frames import Run
+from evalnb.analysis._paired import wide_counts
 from evalnb.analysis._tally import tallies
 from evalnb.runner._until import CaseOutcomes, Decision
 
@@ -568,7 +568,7 @@ def _paired(data: Run, a: str, b: str, check: Any, on: str) -> tuple[pd.DataFram
                 f"'a' and 'b' must be {on} values of the run; got {name!r} (values: "
                 f"{sorted(set(side))!r})"
             )
-    wide = _wide(counts, a, b, by=[], on=on, cluster="case_id")  # compare's own pairing
+    wide = wide_counts(counts, a, b, by=[], on=on, cluster="case_id")  # compare's own pairing
     wide = wide.assign(check=wide["check"].astype(object), case_id=wide["case_id"].astype(object))
     return wide, a, b
 

@@ -134,6 +134,8 @@ class ExploreState:
         # Held while the run's text columns, check rows or search index are built, by
         # whichever comes first: a click, or :meth:`warm` on a worker thread.
         self._building = threading.RLock()
+        self._tallying = threading.Lock()
+        self._tallied: dict[str, tuple[np.ndarray, pd.DataFrame]] = {}
         self.grid_filters = GridFilters()
         self.sample_filters = SampleFilters()
         self.sort, self.descending = (
@@ -157,8 +159,25 @@ class ExploreState:
             options = ", ".join(repr(c) for c in self.checks)
             raise ArgumentError(f"'check' must be one of {options}; got {check!r}")
         self.check = check
-        self._outcome = check_outcomes(self.run, check)[0]
+        self._outcome, self._counts = self._tally(check)
         self._rebuild()
+
+    def _tally(self, check: str) -> tuple[np.ndarray, pd.DataFrame]:
+        """Each sample's outcome of ``check``, and one tally of the run per (variant, case,
+        group): the cells, the suite rate and the comparison all read it (the same counts
+        each would tally from the Run). Kept per check: going back to a check is free, and
+        :meth:`warm` tallies them all while the overview shows."""
+        with self._tallying:
+            if check not in self._tallied:
+                outcome = check_outcomes(self.run, check)[0]
+                with warnings.catch_warnings():
+                    # the run's cases without a check are the notebook's rates() caution
+                    warnings.simplefilter("ignore")
+                    counts = rates(
+                        self.run, by=["variant", "case_id", "group"], check=check, level=self.level
+                    )
+                self._tallied[check] = (outcome, pd.DataFrame(counts))
+            return self._tallied[check]
 
     def set_pair(self, a: str, b: str) -> None:
         """Take the per-case difference and the verdict line for ``b`` against ``a``."""
@@ -166,11 +185,6 @@ class ExploreState:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        # One tally of the run per (variant, case, group): the cells, the suite rate and the
-        # comparison all read it (the same counts each would tally from the Run).
-        self._counts = pd.DataFrame(
-            rates(self.run, by=["variant", "case_id", "group"], check=self.check, level=self.level)
-        )
         self.grid: Grid = build_grid(
             self._counts.drop(columns="group"),
             self._cases,
@@ -474,12 +488,15 @@ class ExploreState:
 
     def warm(self) -> None:
         """Read the text columns, the check rows and the search index (words in lower case
-        too) now, so the first list of samples and the first search do not wait for them;
-        the widget calls this on a worker thread once the overview shows."""
+        too), then tally every check, so the first list of samples, the first search and a
+        change of check do not wait for them; the widget calls this on a worker thread once
+        the overview shows."""
         texts = self._search_index()
         for name in ("prompt", "answer", "detail"):
             with self._building:
                 texts.lower(name)
+        for check in self.checks:  # then every check's tally, for a change of check
+            self._tally(check)
 
     def _text_frame(self) -> pd.DataFrame:
         with self._building:

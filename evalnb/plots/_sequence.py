@@ -59,6 +59,14 @@ def plot_sequence(
     if margin is not None:
         for edge in (-margin, margin):
             ax.axhline(100 * edge, color=_base.NEUTRAL, lw=0.8, ls=":")
+    if {"a", "b"} <= set(frame.columns):  # "v2 better", as compare's sentence says it
+        a, b = str(frame["a"].iloc[0]), str(frame["b"].iloc[0])
+        frame = frame.assign(
+            verdict=frame["verdict"]
+            .astype(str)
+            .str.replace("B ", f"{b} ")
+            .str.replace("A ", f"{a} ")
+        )
     decided = frame[frame["verdict"] != "can't tell yet"]
     handles = ax.get_legend_handles_labels()[0]
     if not decided.empty:
@@ -86,6 +94,9 @@ def plot_sequence(
     last = frame.iloc[-1]
     sub = f"{frame['method'].iloc[0]}" if "method" in frame else None
     head = f"{last['verdict']} after {int(last['cases'])} cases"
+    if not decided.empty and int(last["cases"]) > int(first["cases"]):
+        # the rule fired at the first decided look; cases in flight then finished too
+        head = f"{first['verdict']} after {int(first['cases'])} cases ({int(last['cases'])} ran)"
     if "a" in frame.columns:
         head = f"{frame['b'].iloc[0]} vs {frame['a'].iloc[0]}: {head}"
     _base.title(ax, head, legend_lines=lines, sub=sub)

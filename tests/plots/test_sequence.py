@@ -50,8 +50,8 @@ def test_sequence_band_mean_and_where_it_decided(decided_run):
     assert seq["verdict"].iloc[-1] == "B better"
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "95% anytime-valid sequence" in labels and "fixed design: 100" in labels
-    assert f"B better after {looked} cases" in labels
-    assert ax.get_title(loc="left") == f"v2 vs v1: B better after {looked} cases"
+    assert f"v2 better after {looked} cases" in labels
+    assert ax.get_title(loc="left") == f"v2 vs v1: v2 better after {looked} cases"
     assert ax.get_ylabel() == "B - A (percentage points)"
     mean = ax.get_lines()[0]
     assert list(mean.get_xdata()) == list(seq["cases"])
