@@ -131,7 +131,7 @@ def main() -> None:
         ("load", "`evalnb.load(run)` (baseline)"),
         ("rates", "`evalnb.rates(run, by=[case_id, variant])`"),
         ("open", "**`explore(run)`** (kernel side of opening)"),
-        ("warm", "then, on a worker thread: the texts read and lower-cased"),
+        ("warm", "then, on a worker thread: the texts read and lower-cased, every check tallied"),
     ):
         values = [r[key] for r in results]
         cpu = np.median([r[key + "_cpu"] for r in results])
