@@ -107,8 +107,22 @@ def _inline(code: str) -> str:
     return textwrap.dedent(code)
 
 
+class CodeCheck(SpecCheck):
+    """A grader written as code (Python or JavaScript), promptfoo's return convention."""
+
+    def take_threshold(self) -> None:
+        """Graded when the spec names a ``threshold`` (one in [0, 1] is the pass mark)."""
+        self.graded = "threshold" in self.values
+        threshold = self.values.get("threshold")
+        if threshold is not None and 0 <= threshold <= 1:
+            self.threshold = threshold
+
+    def label(self) -> str:
+        return str(self.values.get("function") or self.values["code"].strip()[:40])
+
+
 @register
-class PythonCodeCheck(SpecCheck):
+class PythonCodeCheck(CodeCheck):
     """Python source as a grader: ``{"type": "python_code", "code": "len(output) < 300"}``,
     or a module and its function: ``{"code": "...", "function": "get_assert"}``."""
 
@@ -148,13 +162,7 @@ class PythonCodeCheck(SpecCheck):
         if not callable(function):
             raise ArgumentError(f"'{where}.function' names no function in the code; got {name!r}")
         self.function = function
-        self.graded = "threshold" in self.values
-        threshold = self.values.get("threshold")
-        if threshold is not None and 0 <= threshold <= 1:
-            self.threshold = threshold
-
-    def label(self) -> str:
-        return str(self.values.get("function") or self.values["code"].strip()[:40])
+        self.take_threshold()
 
     def __call__(self, sample: Sample) -> CheckReturn:
         output: Any = sample.answer or ""

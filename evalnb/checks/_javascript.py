@@ -28,8 +28,14 @@ from typing import Any
 
 from evalnb._exceptions import ArgumentError
 from evalnb._types import Sample
-from evalnb.checks._base import CHECK_TIMEOUT, CheckReturn, Outcome, SpecCheck, register
-from evalnb.checks._graders import _number, _transforms, graded_outcome, grader_context
+from evalnb.checks._base import CHECK_TIMEOUT, CheckReturn, Outcome, register
+from evalnb.checks._graders import (
+    CodeCheck,
+    _number,
+    _transforms,
+    graded_outcome,
+    grader_context,
+)
 from evalnb.checks._lexical import _seconds, _text
 
 __all__ = ["NODE_HEAP_MB", "JavaScriptCheck", "node_path"]
@@ -169,7 +175,7 @@ _NODE = _Node()
 
 
 @register
-class JavaScriptCheck(SpecCheck):
+class JavaScriptCheck(CodeCheck):
     """JavaScript source as a grader, run by Node.js (see the module)."""
 
     type = "javascript"
@@ -191,13 +197,7 @@ class JavaScriptCheck(SpecCheck):
                 "(install it: apt-get install nodejs)"
             )
         self.timeout = self.values.get("timeout", CHECK_TIMEOUT)
-        self.graded = "threshold" in self.values
-        threshold = self.values.get("threshold")
-        if threshold is not None and 0 <= threshold <= 1:
-            self.threshold = threshold
-
-    def label(self) -> str:
-        return str(self.values.get("function") or self.values["code"].strip()[:40])
+        self.take_threshold()
 
     def __call__(self, sample: Sample) -> CheckReturn:
         assert self.node is not None

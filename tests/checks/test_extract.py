@@ -3,32 +3,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 
 from evalnb._exceptions import ArgumentError
-from evalnb._types import Case, Sample
+from evalnb._types import Case
 from evalnb.checks import build_check
-
-
-def _sample(answer: str) -> Sample:
-    return Sample(
-        run_id="r",
-        case_id="c",
-        variant="v",
-        repeat=0,
-        order=0,
-        started_at=dt.datetime(2024, 6, 1, tzinfo=dt.UTC),
-        latency_ms=1.0,
-        status="completed",
-        error=None,
-        answer=answer,
-        prompt="p",
-        request=None,
-        response=None,
-    )
-
+from tests.builders import sample
 
 # gsm8k-cot's two filters and its exact_match options.
 STRICT = {"pattern": r"The answer is (\-?[0-9\.\,]+).", "group_select": 0}
@@ -51,7 +31,7 @@ def test_extract_match_reads_as_lm_eval_filters_do(filter_, answer, passed, read
     target = "1072" if "072" in answer else "72"
     spec = {"type": "extract_match", **filter_, **OPTIONS}
     check = build_check(spec, case=Case(id="c", prompt="q", target=target))
-    outcome = check(_sample(answer))
+    outcome = check(sample(answer))
     assert outcome.passed is passed and outcome.evidence == {"extracted": read}
 
 
@@ -65,6 +45,6 @@ def test_extract_match_needs_a_target_and_a_valid_pattern() -> None:
 def test_json_match_compares_parsed_json() -> None:
     case = Case(id="c", prompt="q", target=('{"a": 1, "b": [2]}',))
     check = build_check({"type": "json_match"}, case=case)
-    assert check(_sample('{"b": [2],\n "a": 1}')).passed is True
-    assert check(_sample('{"a": 2, "b": [2]}')).passed is False
-    assert "not JSON" in check(_sample("a: 1")).detail
+    assert check(sample('{"b": [2],\n "a": 1}')).passed is True
+    assert check(sample('{"a": 2, "b": [2]}')).passed is False
+    assert "not JSON" in check(sample("a: 1")).detail

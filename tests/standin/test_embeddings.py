@@ -4,18 +4,17 @@ check on it: unit vectors, texts sharing words closer than texts that do not."""
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import math
 
 import httpx
 import pytest
 
 from evalnb._exceptions import TargetError
-from evalnb._types import Sample
 from evalnb.checks import Outcome, Unscored, build_check
 from evalnb.checks._similar import cosine
 from evalnb.standin._server import EMBEDDING_DIMENSIONS
 from evalnb.targets import OpenAIEmbeddings
+from tests.builders import sample
 
 
 def test_the_route_answers_openai_shaped_unit_vectors(standin) -> None:
@@ -45,35 +44,17 @@ def test_the_client_keeps_order_and_similar_texts_are_closer(standin) -> None:
         asyncio.run(wrong.embed(["x"]))
 
 
-def _sample(answer: str) -> Sample:
-    return Sample(
-        run_id="r",
-        case_id="c",
-        variant="v",
-        repeat=0,
-        order=0,
-        started_at=dt.datetime(2024, 6, 1, tzinfo=dt.UTC),
-        latency_ms=1.0,
-        status="completed",
-        error=None,
-        answer=answer,
-        prompt="p",
-        request=None,
-        response=None,
-    )
-
-
 def test_similar_scores_the_cosine_against_its_threshold(standin, monkeypatch) -> None:
     check = build_check(
         {"type": "similar", "value": "It will rain tomorrow", "base_url": standin.base_url}
     )
-    close = asyncio.run(check(_sample("Tomorrow it will rain")))  # type: ignore[arg-type]
-    far = asyncio.run(check(_sample("Quarterly earnings beat expectations")))  # type: ignore[arg-type]
+    close = asyncio.run(check(sample("Tomorrow it will rain")))  # type: ignore[arg-type]
+    far = asyncio.run(check(sample("Quarterly earnings beat expectations")))  # type: ignore[arg-type]
     assert isinstance(close, Outcome) and close.passed is True and close.score > 0.75
     assert isinstance(far, Outcome) and far.passed is False and far.score < 0.75
     monkeypatch.delenv("EVALNB_EMBEDDINGS_URL", raising=False)
     unset = build_check({"type": "similar", "value": "x"})
-    result = asyncio.run(unset(_sample("x")))  # type: ignore[arg-type]
+    result = asyncio.run(unset(sample("x")))  # type: ignore[arg-type]
     assert isinstance(result, Unscored) and "EVALNB_EMBEDDINGS_URL" in result.reason
 
 
