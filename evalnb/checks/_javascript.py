@@ -10,14 +10,15 @@ promptfoo reads it (:func:`~evalnb.checks._graders.graded_outcome`).
 One long-lived ``node`` process serves every call, one at a time. Each call runs in a
 fresh ``vm`` context with no ``require``, ``process`` or ``fetch``, for at most
 ``timeout`` seconds; the process has a heap of :data:`NODE_HEAP_MB` MB, no file system
-(Node's permission model) and, where ``unshare`` can make one, a network namespace of its
-own with no interfaces. A call that exhausts the heap or the time ends the process, fails
-saying why, and the next call starts a new one. Without ``node`` on ``PATH`` the check
-cannot be built: the error says to install Node.js.
+(Node's permission model, on a Node that has one: 20 and later) and, where ``unshare`` can
+make one, a network namespace of its own with no interfaces. A call that exhausts the heap or
+the time ends the process, fails saying why, and the next call starts a new one. Without
+``node`` on ``PATH`` the check cannot be built: the error says to install Node.js.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -38,7 +39,7 @@ from evalnb.checks._graders import (
 )
 from evalnb.checks._lexical import _seconds, _text
 
-__all__ = ["NODE_HEAP_MB", "JavaScriptCheck", "node_path"]
+__all__ = ["NODE_HEAP_MB", "JavaScriptCheck", "node_path", "permission_flag"]
 
 #: The heap (old space) of the Node.js process, in MB.
 NODE_HEAP_MB = 128
@@ -100,6 +101,23 @@ def node_path() -> str | None:
     return shutil.which("node") or shutil.which("nodejs")
 
 
+@functools.cache
+def permission_flag(node: str) -> str | None:
+    """The flag that turns on ``node``'s permission model (no file system, no child
+    processes): ``--permission`` (Node 22.13+), ``--experimental-permission`` (Node 20), or
+    None for a Node without one (Debian 12's Node 18), which then runs without it."""
+    for flag in ("--permission", "--experimental-permission"):
+        try:
+            probe = subprocess.run(
+                [node, flag, "-e", ""], capture_output=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if probe.returncode == 0:
+            return flag
+    return None
+
+
 def _isolated(command: list[str]) -> list[str]:
     """``command`` in a network namespace of its own when ``unshare`` can make one."""
     unshare = shutil.which("unshare")
@@ -117,11 +135,12 @@ class _Node:
         self.process: subprocess.Popen[str] | None = None
 
     def start(self, node: str) -> subprocess.Popen[str]:
+        flag = permission_flag(node)
         command = _isolated(
             [
                 node,
                 f"--max-old-space-size={NODE_HEAP_MB}",
-                "--experimental-permission",
+                *([flag] if flag else []),
                 "--no-warnings",
                 "-e",
                 _SERVER,

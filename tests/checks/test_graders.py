@@ -133,3 +133,31 @@ def test_latency_and_cost_checks_read_what_the_sample_recorded() -> None:
     assert isinstance(priced, Outcome) and priced.passed is True and "$0.002000" in priced.detail
     unpriced = build_check({"type": "cost", "max_usd": 0.002})(_sample("x", response=usage))
     assert isinstance(unpriced, Unscored) and "no price for model 'm'" in unpriced.reason
+
+
+@needs_node
+def test_a_node_without_the_permission_model_still_runs_graders(tmp_path, monkeypatch) -> None:
+    # Debian 12's Node.js (18) has no permission model: its flag is "bad option" there.
+    import os
+
+    from evalnb.checks import _javascript
+
+    real = node_path()
+    fake = tmp_path / "node"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do case "$a" in --permission|--experimental-permission)\n'
+        '  echo "node: bad option: $a" >&2; exit 9;; esac; done\n'
+        f'exec {real} "$@"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert node_path() == str(fake)
+    assert _javascript.permission_flag(str(fake)) is None
+    _javascript._NODE.stop()  # the process a real node started for earlier tests
+    try:
+        assert _run({"type": "javascript", "code": "output.startsWith('Ahoy')"}).passed is True
+        refused = _run({"type": "javascript", "code": "require('fs')"})
+        assert refused.passed is False and "require is not defined" in refused.detail
+    finally:
+        _javascript._NODE.stop()
