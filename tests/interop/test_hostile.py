@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -138,9 +139,25 @@ class Done:
     rss_mb: float
 
 
+# Runs argv[2:] and writes its peak resident memory (``wait4``, in KiB) to argv[1]; exits
+# with its code. The command is started from this small parent rather than from pytest
+# because a child's ru_maxrss also counts its parent's high-water mark at the fork (Linux
+# keeps the old memory's peak across exec): from a pytest worker that has grown to 500 MB
+# it would report the worker's memory.
+_LAUNCHER = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def _import(tmp_path: Path, argv: list[str]) -> Done:
     """``evalnb import ARGV --out OUT`` in a fresh interpreter, its own working directory,
-    HOME and TMPDIR; its wall time and peak resident memory (``wait4`` on this child)."""
+    HOME and TMPDIR; its wall time and peak resident memory (``wait4`` on that interpreter,
+    from a small launcher)."""
     logs = tmp_path / "logs"
     logs.mkdir(exist_ok=True)
     env = {
@@ -153,19 +170,27 @@ def _import(tmp_path: Path, argv: list[str]) -> Done:
     }
     for folder in ("home", "tmp", "cwd"):
         (tmp_path / folder).mkdir(exist_ok=True)
-    command = [sys.executable, "-m", "evalnb.cli", "import", *argv]
+    peak = logs / "peak-kib"
+    command = [sys.executable, "-S", "-c", _LAUNCHER, str(peak)]
+    command += [sys.executable, "-m", "evalnb.cli", "import", *argv]
     command += ["--out", str(tmp_path / "out")]
     with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
         start = time.monotonic()
         process = subprocess.Popen(
-            command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=tmp_path / "cwd", env=env
+            command,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            cwd=tmp_path / "cwd",
+            env=env,
+            start_new_session=True,  # the launcher and the interpreter it starts, killed as one
         )
         while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            pid, status, _ = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 break
             if time.monotonic() - start > 3 * SECONDS:
-                process.kill()
+                os.killpg(process.pid, signal.SIGKILL)
                 os.wait4(process.pid, 0)
                 process.returncode = -9
                 pytest.fail(f"evalnb import {' '.join(argv)} still running after {3 * SECONDS} s")
@@ -173,7 +198,7 @@ def _import(tmp_path: Path, argv: list[str]) -> Done:
         seconds = time.monotonic() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     stderr = (logs / "stderr").read_text(errors="replace")
-    return Done(process.returncode, stderr, seconds, usage.ru_maxrss / 1024)
+    return Done(process.returncode, stderr, seconds, int(peak.read_text()) / 1024)
 
 
 def _tree(folder: Path) -> dict[str, tuple[int, int]]:
