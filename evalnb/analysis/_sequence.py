@@ -38,7 +38,7 @@ from evalnb._numbers import is_number
 from evalnb.analysis._frames import Run
 from evalnb.analysis._paired import wide_counts
 from evalnb.analysis._tally import tallies
-from evalnb.runner._until import CaseOutcomes, Decision
+from evalnb._stopping import CaseOutcomes, Decision
 
 __all__ = ["Decided", "betting_log_capital", "betting_sequence", "confidence_sequence"]
 

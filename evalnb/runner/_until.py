@@ -1,6 +1,7 @@
 """The stopping rule's hook: what the runner hands a rule, and how it keeps the looks.
 
-A rule (``evalnb.Decided`` lives beside the statistics it uses) is any object with the
+A rule (``evalnb.Decided`` lives beside the statistics it uses; the contract,
+:mod:`evalnb._stopping`, sits below both) is any object with the
 variants it compares, a JSON description for the manifest, and ``look(cases)``: given the
 outcomes of the cases completed so far, in the order they were drawn, it returns a
 :class:`Decision`. The runner never computes a statistic; it takes the cases in a seeded
@@ -13,44 +14,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from evalnb import store
 from evalnb._exceptions import ArgumentError, StoreError
+from evalnb._stopping import CaseOutcomes, Decision, StoppingRule
 from evalnb._types import Case, CheckResult, Sample, Variant
 
 __all__ = ["CaseOutcomes", "Decision", "StoppingRule", "Watch", "case_major", "drawn_order"]
-
-
-@dataclass(frozen=True)
-class CaseOutcomes:
-    """One completed case: per variant, each sample's check outcomes (check name ->
-    True, False or None), in repeat order. An incomplete sample's checks are False."""
-
-    case_id: str
-    samples: Mapping[str, tuple[Mapping[str, bool | None], ...]]
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A look's answer: whether to stop, and the look as the manifest records it."""
-
-    stop: bool
-    look: dict[str, Any]
-
-
-@runtime_checkable
-class StoppingRule(Protocol):
-    """What ``run(..., until=...)`` calls."""
-
-    @property
-    def variants(self) -> tuple[str, ...]: ...
-
-    def describe(self) -> dict[str, Any]: ...
-
-    def look(self, cases: Sequence[CaseOutcomes]) -> Decision: ...
 
 
 def check_rule(until: Any, variants: Sequence[Variant], order: str, cluster: Any) -> None:
