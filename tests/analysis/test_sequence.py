@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from evalnb import ArgumentError, Decided, confidence_sequence
-from evalnb.analysis._sequence import GRID, betting_log_capital, betting_sequence
 from evalnb._stopping import CaseOutcomes
+from evalnb.analysis._sequence import GRID, betting_log_capital, betting_sequence
 
 # 40 draws in {0, 1/2, 1}: numpy default_rng(7).choice([0, .5, 1], p=[.1, .6, .3], size=40)
 IID = [0.5, 1, 1, 0.5, 0.5, 1, 0, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1, 1, 0.5, 1]
