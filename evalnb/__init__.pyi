@@ -36,6 +36,8 @@ from .analysis import ppi_rate as ppi_rate
 from .analysis import rates as rates
 from .analysis import scores as scores
 from .analysis import suite_rate as suite_rate
+from .cases import JudgeSpec as JudgeSpec
+from .cases import RunDesign as RunDesign
 from .cases import load_cases as load_cases
 from .cases import load_experiment as load_experiment
 from .checks import FunctionCheck as FunctionCheck

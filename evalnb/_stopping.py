@@ -5,11 +5,12 @@ statistics define one (``evalnb.Decided`` in ``evalnb.analysis``), and neither i
 
 from __future__ import annotations
 
+import pkgutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["CaseOutcomes", "Decision", "StoppingRule"]
+__all__ = ["RULES", "CaseOutcomes", "Decision", "StoppingRule", "rule_from_record"]
 
 
 @dataclass(frozen=True)
@@ -39,3 +40,19 @@ class StoppingRule(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
     def look(self, cases: Sequence[CaseOutcomes]) -> Decision: ...
+
+
+#: The rules a file or a manifest can name, as ``module:class`` of a class whose
+#: ``from_record`` reads the record back. Resolved only when a record names one, so the
+#: runner, which reads manifests, never imports the statistics that define a rule.
+RULES: dict[str, str] = {"decided": "evalnb.analysis:Decided"}
+
+
+def rule_from_record(record: Mapping[str, Any]) -> StoppingRule:
+    """The rule a record describes (``{"rule": "decided", "a": ..., ...}``, as a rule's
+    ``describe()`` writes it or an experiment's ``[until]`` table gives it)."""
+    kind = record.get("rule") if isinstance(record, Mapping) else None
+    if kind not in RULES:
+        raise ValueError(f"'until.rule' must be one of {sorted(RULES)!r}; got {kind!r}")
+    rule: StoppingRule = pkgutil.resolve_name(RULES[kind]).from_record(record)
+    return rule

@@ -273,3 +273,47 @@ def test_the_architecture_page_lists_the_tree_in_the_order_of_the_flow() -> None
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([^`]+)` \|", text, re.M)
     assert [r.removesuffix("/").removesuffix(".py") for r in rows] == TOP_LEVEL
+
+
+# -- the read side stands on contracts -------------------------------------------------------
+
+#: The packages that read runs: they stand on the contracts below the runner (the store, the
+#: stopping-rule contract in ``_stopping``), never on the engine that writes runs.
+READ_SIDE = ("analysis", "interop", "plots", "report")
+
+
+def test_the_read_side_imports_nothing_from_the_runner() -> None:
+    found = [
+        f"{module} imports {target}"
+        for module, targets in sorted(_graph().items())
+        if module.partition(".")[2].split(".")[0] in READ_SIDE
+        for target in sorted(targets)
+        if target == "evalnb.runner" or target.startswith("evalnb.runner.")
+    ]
+    assert found == []
+
+
+def test_the_analysis_loads_neither_the_runner_nor_http_nor_progress_bars() -> None:
+    loaded = _loaded_after("import evalnb.analysis")
+    assert (
+        sorted(m for m in ("httpx", "tqdm", "evalnb.runner", "evalnb.targets") if m in loaded) == []
+    )
+
+
+def test_the_session_sets_its_attributes_in_init_alone() -> None:
+    # seaborn's Plotter sets 2 attributes late; a phase of the session returns what the
+    # next phase reads instead of leaving it on the session.
+    tree = ast.parse((PACKAGE / "runner" / "_session.py").read_text(encoding="utf-8"))
+    (session,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_Session"]
+    late = [
+        f"{method.name}:{node.lineno} self.{target.attr}"
+        for method in session.body
+        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method.name != "__init__"
+        for node in ast.walk(method)
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    ]
+    assert late == []

@@ -384,10 +384,12 @@ class Decided:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Decided:
+        """The rule a manifest's record (or an experiment's ``[until]`` table) describes."""
+        b = record["b"]
         return cls(
             a=record["a"],
-            b=list(record["b"]),
-            alpha=record["alpha"],
+            b=b if isinstance(b, str) else list(b),
+            alpha=record.get("alpha", 0.05),
             margin=record.get("margin"),
             check=record.get("check", "all"),
         )

@@ -31,12 +31,22 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evalnb._exceptions import ArgumentError, CasesError
+from evalnb._stopping import rule_from_record
 from evalnb._types import Variant
+from evalnb.cases._design import (
+    JudgeSpec,
+    RunDesign,
+    check_order,
+    check_seed,
+    check_timeout,
+    check_whole,
+)
 from evalnb.cases._files import validate_defaults
 from evalnb.cases.suites import PREFIX, resolve
 
@@ -86,21 +96,48 @@ _UNTIL = ("a", "b", "alpha", "margin", "check")
 
 @dataclass
 class Experiment:
-    """The settings of an experiment file, paths resolved.
+    """The settings of an experiment file, paths resolved, every value checked.
 
-    ``judge`` is the ``[judge]`` table (``model``, ``base_url``, ``api_key_env``) and
-    ``defaults`` the ``[defaults]`` table, validated, applied to every case; ``until`` the
-    ``[until]`` table, the arguments of ``evalnb.Decided``.
+    ``target`` is the ``[target]`` table (a target is a live object, not part of a
+    design); the rest is the run's design: :meth:`design` builds the
+    :class:`~evalnb.cases.RunDesign`, with flags over the file. ``judge`` is the ``[judge]``
+    table as a :class:`~evalnb.cases.JudgeSpec`, ``defaults`` the ``[defaults]`` table,
+    validated, ``until`` the ``[until]`` table (the arguments of ``evalnb.Decided``).
     """
 
     path: Path
     cases: Path | None = None
     target: dict[str, Any] = field(default_factory=dict)
     variants: list[Variant] = field(default_factory=list)
-    settings: dict[str, Any] = field(default_factory=dict)
-    judge: dict[str, Any] = field(default_factory=dict)
+    repeats: int | None = None
+    concurrency: int | None = None
+    order: str | None = None
+    seed: int | None = None
+    timeout: float | None = None
+    judge: JudgeSpec | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
     until: dict[str, Any] = field(default_factory=dict)
+
+    def design(self, cases: str | os.PathLike[str] | None = None, **flags: Any) -> RunDesign:
+        """The run this file describes, ``flags`` (keywords of :meth:`RunDesign.build`,
+        ``None`` for a flag not given) over the file's values. ``until`` may be a rule,
+        or a mapping merged over the file's ``[until]`` table."""
+        values: dict[str, Any] = {
+            key: getattr(self, key)
+            for key in ("repeats", "concurrency", "order", "seed", "timeout", "judge")
+            if getattr(self, key) is not None
+        }
+        if self.variants:
+            values["variants"] = self.variants
+        until: Any = flags.pop("until", None)
+        if until is None or isinstance(until, Mapping):
+            table = {**self.until, **(until or {})}
+            until = rule_from_record({"rule": "decided", **table}) if table else None
+        values.update({k: v for k, v in flags.items() if v is not None})
+        source = cases if cases is not None else self.cases
+        if source is None:
+            raise CasesError(f"{self.path}: no cases: give a cases file, or 'cases' in the file")
+        return RunDesign.build(source, defaults=self.defaults or None, until=until, **values)
 
 
 def _read_text(path: Path, where: str) -> str:
@@ -143,23 +180,24 @@ def _variant(raw: Any, where: str, base: Path) -> Variant:
         raise CasesError(f"{where}: {exc}") from None
 
 
-def _judge(raw: Any, path: Path) -> dict[str, Any]:
+def _judge(raw: Any, path: Path) -> JudgeSpec:
     if not isinstance(raw, dict):
         raise CasesError(f"{path}: 'judge' must be a table; got {raw!r}")
-    for key, value in raw.items():
+    for key in raw:
         if key not in _JUDGE:
             raise CasesError(
                 f"{path}: 'judge.{key}' is not a judge field (fields: {', '.join(_JUDGE)})"
             )
-        if not isinstance(value, str) or not value:
-            raise CasesError(f"{path}: 'judge.{key}' must be a non-empty string; got {value!r}")
     if "model" not in raw:
         raise CasesError(f"{path}: 'judge.model' is required (the judge model's name)")
-    return dict(raw)
+    try:
+        return JudgeSpec(**raw)
+    except ArgumentError as exc:
+        raise CasesError(f"{path}: {exc}") from None
 
 
 def _until(raw: Any, path: Path) -> dict[str, Any]:
-    """The ``[until]`` table: the arguments of ``evalnb.Decided``, which checks their values."""
+    """The ``[until]`` table: the arguments of ``evalnb.Decided``, checked by building it."""
     if not isinstance(raw, dict):
         raise CasesError(f"{path}: 'until' must be a table; got {raw!r}")
     for key in raw:
@@ -170,7 +208,32 @@ def _until(raw: Any, path: Path) -> dict[str, Any]:
     for key in ("a", "b"):
         if key not in raw:
             raise CasesError(f"{path}: 'until.{key}' is required (a variant name)")
+    try:
+        rule_from_record({"rule": "decided", **raw})
+    except (ValueError, TypeError) as exc:  # ArgumentError is a ValueError
+        raise CasesError(f"{path}: [until]: {exc}") from None
     return dict(raw)
+
+
+#: The experiment's design keys with their checks (those of RunDesign.build).
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "repeats": lambda v: check_whole("repeats", v),
+    "concurrency": lambda v: check_whole("concurrency", v),
+    "order": check_order,
+    "seed": check_seed,
+    "timeout": check_timeout,
+}
+
+
+def _settings(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    out = {}
+    for key, check in _CHECKS.items():
+        if key in data:
+            try:
+                out[key] = check(data[key])
+            except ArgumentError as exc:
+                raise CasesError(f"{path}: {exc}") from None
+    return out
 
 
 def _defaults(raw: Any, path: Path) -> dict[str, Any]:
@@ -192,9 +255,11 @@ def _defaults(raw: Any, path: Path) -> dict[str, Any]:
         raise CasesError(f"{path}: {exc}") from None
 
 
-def _cases_path(value: Any, base: Path) -> Path:
+def _cases_path(value: Any, base: Path, path: Path) -> Path:
+    if not isinstance(value, str) or not value:
+        raise CasesError(f"{path}: 'cases' must be a path (a string); got {value!r}")
     # A packaged suite stays packaged; any other path is relative to the experiment file.
-    if isinstance(value, str) and value.startswith(PREFIX):
+    if value.startswith(PREFIX):
         return resolve(value, ".jsonl")
     return Path(base, value)
 
@@ -230,13 +295,11 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
         raise CasesError(f"{path}: 'variants' must be an array of tables; got {variants!r}")
     return Experiment(
         path=path,
-        cases=_cases_path(data["cases"], base) if "cases" in data else None,
+        cases=_cases_path(data["cases"], base, path) if "cases" in data else None,
         target=dict(target),
         variants=[_variant(v, f"{path}: 'variants[{i}]'", base) for i, v in enumerate(variants)],
-        settings={
-            k: data[k] for k in ("repeats", "concurrency", "order", "seed", "timeout") if k in data
-        },
-        judge=_judge(data["judge"], path) if "judge" in data else {},
+        **_settings(data, path),
+        judge=_judge(data["judge"], path) if "judge" in data else None,
         defaults=_defaults(data["defaults"], path) if "defaults" in data else {},
         until=_until(data["until"], path) if "until" in data else {},
     )

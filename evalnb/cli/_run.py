@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from evalnb._types import Variant
-from evalnb.cases._experiment import load_experiment, parse_value, parse_variant
+from evalnb.cases import (
+    Experiment,
+    JudgeSpec,
+    RunDesign,
+    load_experiment,
+    parse_value,
+    parse_variant,
+)
 from evalnb.cases.suites import PREFIX, resolve
 from evalnb.cli._ci import show_progress
 from evalnb.cli._common import UsageError, interrupts_once
@@ -125,9 +132,9 @@ def _until_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _until(args: argparse.Namespace, experiment: Any) -> dict[str, Any]:
-    """``until=`` from --until-decided (or the experiment's [until]), flags first."""
-    spec = dict(experiment.until) if experiment and experiment.until else {}
+def _until(args: argparse.Namespace, experiment: Experiment) -> dict[str, Any] | None:
+    """The ``[until]`` table with --until-decided, --alpha and --margin over it."""
+    spec = dict(experiment.until)
     if args.until_decided:
         if len(args.until_decided) < 2:
             raise UsageError(
@@ -140,11 +147,23 @@ def _until(args: argparse.Namespace, experiment: Any) -> dict[str, Any]:
             if not spec:
                 raise UsageError(f"--{key} needs --until-decided A B")
             spec[key] = getattr(args, key)
-    if not spec:
-        return {}
-    from evalnb.analysis import Decided
+    return spec or None
 
-    return {"until": Decided(**spec)}
+
+def _judge(args: argparse.Namespace, experiment: Experiment) -> JudgeSpec | None:
+    """The ``[judge]`` table with --judge-model, --judge-base-url and --judge-api-key-env
+    over it."""
+    spec = experiment.judge.to_dict() if experiment.judge else {}
+    if args.judge_model:
+        spec["model"] = args.judge_model
+    if spec:
+        if args.judge_base_url:
+            spec["base_url"] = args.judge_base_url
+        if args.judge_api_key_env:
+            spec["api_key_env"] = args.judge_api_key_env
+    elif args.judge_base_url or args.judge_api_key_env:
+        raise UsageError("--judge-base-url and --judge-api-key-env need --judge-model NAME")
+    return JudgeSpec(**spec) if spec else None
 
 
 def _budget_and_cache_arguments(p: argparse.ArgumentParser) -> None:
@@ -168,17 +187,6 @@ def _budget_and_cache_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="development cache: store responses by request body and repeat, reuse them",
     )
-
-
-def _budget_and_cache(args: argparse.Namespace) -> dict[str, Any]:
-    if args.max_cost is not None and args.prices is None:
-        raise UsageError("--max-cost needs --prices FILE (the price table, TOML)")
-    return {
-        "max_cost": args.max_cost,
-        "max_tokens": args.max_tokens,
-        "prices": args.prices,
-        "cache": args.cache,
-    }
 
 
 def _stopped_note(result: Any, argv: Sequence[str], resumed: bool) -> None:
@@ -306,15 +314,33 @@ def _cluster_settings(args: argparse.Namespace) -> dict[str, Any]:
     return settings
 
 
-def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    budget = _budget_and_cache(args)
-    experiment = load_experiment(resolve(args.experiment, ".toml")) if args.experiment else None
+def _design(args: argparse.Namespace, experiment: Experiment) -> RunDesign:
+    """The run's design: the experiment file's (an empty one without ``--experiment``)
+    with the flags over it, the path ``run_experiment`` takes too."""
+    if args.max_cost is not None and args.prices is None:
+        raise UsageError("--max-cost needs --prices FILE (the price table, TOML)")
     cases = resolve(args.cases, ".jsonl") if args.cases else None
-    cases = cases or (experiment.cases if experiment else None)
-    if cases is None:
+    if cases is None and experiment.cases is None:
         raise UsageError("no cases: give a cases file, or an experiment file with 'cases'")
-    settings = dict(experiment.settings) if experiment else {}
-    spec = dict(experiment.target) if experiment else {}
+    return experiment.design(
+        cases,
+        variants=[parse_variant(v) for v in args.variant] or None,
+        repeats=args.repeats,
+        concurrency=args.concurrency,
+        order=args.order,
+        seed=args.seed,
+        judge=_judge(args, experiment),
+        until=_until(args, experiment),
+        max_cost=args.max_cost,
+        max_tokens=args.max_tokens,
+        prices=args.prices,
+        cache=args.cache,
+    )
+
+
+def _target_spec(args: argparse.Namespace, experiment: Experiment) -> dict[str, Any]:
+    """The ``[target]`` table with the target flags over it."""
+    spec = dict(experiment.target)
     flags = {
         "standin": args.standin or None,
         "base_url": args.base_url,
@@ -336,50 +362,31 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     spec.update({k: v for k, v in flags.items() if v is not None})
     if args.param:
         spec["params"] = {**spec.get("params", {}), **_params(args.param)}
-    variants = [parse_variant(v) for v in args.variant] or (
-        experiment.variants if experiment and experiment.variants else None
+    return spec
+
+
+def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    experiment = (
+        load_experiment(resolve(args.experiment, ".toml"))
+        if args.experiment
+        else Experiment(Path.cwd() / "command line")
     )
-    for key in ("repeats", "concurrency", "order", "seed"):
-        if getattr(args, key) is not None:
-            settings[key] = getattr(args, key)
-    settings.update(_cluster_settings(args))
-    settings.update(_until(args, experiment))
+    design = _design(args, experiment)
+    spec = _target_spec(args, experiment)
     with contextlib.ExitStack() as stack:
-        base_dir = experiment.path.parent if experiment and not args.command else Path.cwd()
+        base_dir = experiment.path.parent if args.experiment and not args.command else Path.cwd()
         target = _target(spec, stack, base_dir)
-        judge = None
-        judge_spec = dict(experiment.judge) if experiment else {}
-        if args.judge_model:
-            judge_spec["model"] = args.judge_model
-        if args.judge_base_url and judge_spec:
-            judge_spec["base_url"] = args.judge_base_url
-        if args.judge_api_key_env:
-            judge_spec["api_key_env"] = args.judge_api_key_env
-        elif judge_spec and not judge_spec.get("base_url") and "api_key_env" not in judge_spec:
-            # The judge is the target's own endpoint: the same server, the same key.
-            judge_spec["api_key_env"] = spec.get("api_key_env")
-        if judge_spec:
-            judge_url = judge_spec.get("base_url") or getattr(target, "base_url", None)
-            if judge_url is None:
-                raise UsageError("--judge-model needs --judge-base-url with this target")
-            judge = OpenAIChat(
-                judge_url, judge_spec["model"], api_key_env=judge_spec.get("api_key_env")
-            )
         with interrupts_once():
             try:
                 result = run(
-                    cases,
+                    design,
                     target,
-                    variants=variants,
-                    judge=judge,
-                    defaults=experiment.defaults if experiment else None,
                     out=args.out,
                     resume=args.resume,
                     progress=show_progress(args),
                     command=["evalnb", *argv],
                     on_start=lambda path: print(f"writing {path}", file=sys.stderr),
-                    **budget,
-                    **settings,
+                    **_cluster_settings(args),
                 )
             except KeyboardInterrupt:
                 again = shlex.join(["evalnb", *argv, *([] if args.resume else ["--resume"])])
@@ -389,7 +396,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
                 )
                 return 130
     print(result.summary())
-    if "until" in settings:
+    if design.until is not None:
         _until_note(result.path)
     _stopped_note(result, argv, args.resume)
     return 0

@@ -22,6 +22,7 @@ from evalnb.integrations._llamacpp import (
     GgufChat,
     GgufServer,
     expect_keys_schema,
+    experiment_design,
     run_experiment,
 )
 from evalnb.integrations._models import (
@@ -55,6 +56,7 @@ __all__ = [
     "assemble_model",
     "default_cache_dir",
     "expect_keys_schema",
+    "experiment_design",
     "find_model",
     "missing_parts",
     "model_sha256",

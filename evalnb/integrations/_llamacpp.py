@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
 import os
 import subprocess
@@ -31,6 +32,7 @@ from evalnb.cases import suites
 from evalnb.targets._openai import OpenAIChat
 
 if TYPE_CHECKING:
+    from evalnb.cases import Experiment, RunDesign
     from evalnb.runner import RunResult
 
 
@@ -50,6 +52,7 @@ __all__ = [
     "GgufChat",
     "GgufServer",
     "expect_keys_schema",
+    "experiment_design",
     "run_experiment",
 ]
 
@@ -398,6 +401,22 @@ class GgufChat(OpenAIChat):
         return info
 
 
+def experiment_design(
+    experiment: Experiment, repeats: int | None, run_options: Mapping[str, Any]
+) -> tuple[RunDesign, dict[str, Any]]:
+    """The design :func:`run_experiment` runs, by the path ``evalnb run --experiment``
+    takes (:meth:`~evalnb.cases.Experiment.design`): ``repeats`` and the design keywords
+    among ``run_options`` over the file's values (a llama.cpp server answers one request
+    at a time: the packaged experiments say ``concurrency = 1``). Returns the design and
+    the options left for :func:`evalnb.run`."""
+    from evalnb.cases import RunDesign
+
+    keywords = set(inspect.signature(RunDesign.build).parameters) - {"cls", "cases"}
+    flags = {k: v for k, v in run_options.items() if k in keywords}
+    flags["repeats"] = repeats
+    return experiment.design(**flags), {k: v for k, v in run_options.items() if k not in keywords}
+
+
 def run_experiment(
     out: str | os.PathLike[str] | None = None,
     *,
@@ -416,13 +435,15 @@ def run_experiment(
     model's packaged experiment: ``run_experiment(out, model="smollm2")`` runs
     ``smollm2_shop.toml``, ``run_experiment(out)`` Gemma's ``real_model.toml``.
 
-    The experiment's ``[target]`` gives ``model`` (the alias), ``params``, ``timeout``
-    and ``max_retries``; ``repeats`` overrides its repeats. ``server_options`` go to
+    The experiment's design (cases, variants, repeats, ``[judge]``, ``[defaults]``,
+    ``[until]``...) is built as ``evalnb run --experiment`` builds it, with ``repeats`` and
+    any design keyword in ``run_options`` over the file's values; its ``[target]`` gives
+    ``model`` (the alias), ``params``, ``timeout`` and ``max_retries``. ``server_options`` go to
     :class:`GgufServer` (``log_path``, ``n_threads``...), ``run_options`` to
     :func:`evalnb.run` (``progress``, ``command``, ``flush_seconds``...). Returns the
     :class:`~evalnb.RunResult`.
     """
-    from evalnb.cases._experiment import load_experiment
+    from evalnb.cases import load_experiment
     from evalnb.runner import run
 
     if experiment is None:
@@ -430,11 +451,8 @@ def run_experiment(
     spec = load_experiment(experiment)
     if spec.cases is None:
         raise ArgumentError(f"'experiment' {str(experiment)!r} names no cases file")
+    design, run_options = experiment_design(spec, repeats, run_options)
     target = spec.target
-    settings = dict(spec.settings)
-    if repeats is not None:
-        settings["repeats"] = repeats
-    settings.setdefault("concurrency", 1)
     options = {k: target[k] for k in ("timeout", "max_retries") if k in target}
     if model is None:
         model = target["model"] if target.get("model") in MODELS else DEFAULT_MODEL
@@ -444,6 +462,4 @@ def run_experiment(
     served.update(server_options or {})
     with GgufServer(model_path, **served) as server:
         chat = GgufChat(server, params=target.get("params"), draw_seed=draw_seed, **options)
-        return run(
-            spec.cases, chat, variants=spec.variants or None, out=out, **settings, **run_options
-        )
+        return run(design, chat, out=out, **run_options)

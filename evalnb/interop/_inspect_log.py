@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from evalnb import store
 from evalnb._exceptions import CasesError
 from evalnb._types import Case, CheckResult, Variant
 from evalnb.checks._base import THRESHOLD
@@ -52,7 +53,6 @@ from evalnb.interop._suite import (
     reading,
     source_error,
 )
-from evalnb.runner._manifest import now
 
 __all__ = ["import_inspect_log", "read_inspect_log", "score_outcome"]
 
@@ -344,7 +344,7 @@ def import_inspect_log(
             )
         stats = header.get("stats") or {}
         model = spec.get("model") or "model"
-        run = ImportedRun("inspect", Path(dest).name, _time(stats.get("started_at"), now()))
+        run = ImportedRun("inspect", Path(dest).name, _time(stats.get("started_at"), store.now()))
         run.variants[model] = Variant(model)
         scorers = _scorers(spec, samples)
         unsupported: list[Unsupported] = []

@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from evalnb import store
 from evalnb._exceptions import CasesError
 from evalnb._types import Case, CheckResult, Variant
 from evalnb.interop._bounded import Limits, Sources
@@ -42,7 +43,6 @@ from evalnb.interop._shapes import (
     shown,
 )
 from evalnb.interop._suite import ImportResult, read_json_source, reading, source_error
-from evalnb.runner._manifest import now
 
 __all__ = ["import_promptfoo_results"]
 
@@ -290,7 +290,7 @@ def import_promptfoo_results(
         if not rows:
             raise source_error(path, "the results hold no rows")
         inner = _obj(data.get("results"))
-        run = ImportedRun("promptfoo", Path(dest).name, now())
+        run = ImportedRun("promptfoo", Path(dest).name, store.now())
         prompts = [p for p in inner.get("prompts") or [] if isinstance(p, dict)]
         reader = _Reader(path, run, prompts, {_provider(row) for row in rows})
         for order, row in enumerate(rows):

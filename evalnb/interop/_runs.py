@@ -22,7 +22,6 @@ from evalnb import store
 from evalnb._evidence import normalise_answer
 from evalnb._types import Case, CheckResult, Sample, Variant
 from evalnb.interop._suite import RECORD, ImportResult, Note, undone_on_error
-from evalnb.runner._manifest import new_manifest
 
 __all__ = ["ImportedRun", "status_of"]
 
@@ -130,23 +129,17 @@ class ImportedRun:
         with undone_on_error(Path(dest), result.source):
             run_dir = store.create_run_dir(dest)
             cases = list(self.cases.values())
-            manifest = new_manifest(
-                run_dir.name,
-                self.started,
-                cases=cases,
-                cases_file=None,
-                extra_checks=[],
-                variants=list(self.variants.values()),
-                repeats=self.repeats,
-                concurrency=1,
-                order=self.source,
-                seed=0,
-                planned=[
-                    (self.cases[s.case_id], self.variants[s.variant], s.repeat)
-                    for s, _ in self.rows
-                ],
-                command=None,
-            )
+            planned = [[s.case_id, s.variant, s.repeat] for s, _ in self.rows]
+            manifest = {
+                **store.provenance(run_dir.name, self.started, None),
+                "cases_file": None,
+                "cases": [c.to_dict() for c in cases],
+                "extra_checks": [],
+                "variants": [v.to_dict() for v in self.variants.values()],
+                "repeats": self.repeats,
+                "concurrency": 1,
+                "order": {"scheme": self.source, "seed": 0, "planned": planned},
+            }
             manifest.update(
                 status=status,
                 ended_at=ended_at,

@@ -12,13 +12,14 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 from evalnb._exceptions import ArgumentError
+from evalnb.cases import JudgeSpec
 from evalnb.checks import Check
 from evalnb.checks._judge import JUDGE
 from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
-from evalnb.targets import CountingTarget
+from evalnb.targets import CountingTarget, OpenAIChat
 from evalnb.targets._embeddings import OpenAIEmbeddings
 
-__all__ = ["embeddings_of", "judging", "require_judge"]
+__all__ = ["embeddings_of", "judge_target", "judging", "require_judge"]
 
 
 def require_judge(judge: Any, checks: Iterable[Sequence[Check]]) -> None:
@@ -28,6 +29,22 @@ def require_judge(judge: Any, checks: Iterable[Sequence[Check]]) -> None:
         raise ArgumentError("cases have 'judge' checks: pass judge=<target> (the judge model)")
     if judge is not None and not callable(getattr(judge, "complete", None)):
         raise TypeError(f"'judge' must have an async complete(request) method; got {judge!r}")
+
+
+def judge_target(spec: JudgeSpec, target: Any) -> OpenAIChat:
+    """The judge a design names, reached over the OpenAI chat API: at its own URL with its
+    own key variable (never the target's), or at the target's server with the target's key.
+    """
+    base_url = spec.base_url or getattr(target, "base_url", None)
+    if not isinstance(base_url, str):
+        raise ArgumentError(
+            f"the judge {spec.model!r} needs its base_url (judge.base_url, --judge-base-url): "
+            f"the target {type(target).__name__} has no server to share"
+        )
+    api_key_env = spec.api_key_env
+    if api_key_env is None and spec.base_url is None:
+        api_key_env = getattr(target, "api_key_env", None)  # the same server, the same key
+    return OpenAIChat(base_url, spec.model, api_key_env=api_key_env)
 
 
 @contextlib.asynccontextmanager

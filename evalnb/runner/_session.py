@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tqdm.auto import tqdm
 
@@ -35,12 +36,12 @@ from evalnb._exceptions import ArgumentError, StoreError, TargetError
 from evalnb._numbers import is_whole
 from evalnb._prices import Prices
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
-from evalnb.cases._files import file_sha256, load_cases
-from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases, checks_for
+from evalnb.cases import IMPORTED, ORDERS, JudgeSpec, RunDesign
+from evalnb.checks import Check, CheckSpec, arun_checks, checks_for
 from evalnb.runner._blocking import blocking
 from evalnb.runner._budget import Budget
-from evalnb.runner._judging import embeddings_of, judging, require_judge
-from evalnb.runner._manifest import check_resume, check_same_target, new_manifest, now
+from evalnb.runner._judging import embeddings_of, judge_target, judging, require_judge
+from evalnb.runner._manifest import check_same_target, new_manifest
 from evalnb.runner._result import RunResult, Tally
 from evalnb.runner._until import (
     StoppingRule,
@@ -55,8 +56,6 @@ from evalnb.targets import CountingTarget, Target
 from evalnb.targets._cache import ResponseCache
 
 __all__ = ["arun", "plan", "run"]
-
-ORDERS = ("alternate", "shuffle")
 
 # Built once: json.dumps builds an encoder on every call that passes options, and every
 # sample encodes its request.
@@ -134,6 +133,7 @@ class _Execution:
         writer: store.RunWriter,
         run_id: str,
         checks: dict[str, tuple[Check, ...]],
+        *,
         timeout: float | None,
         flush_every: int,
         flush_seconds: float,
@@ -161,7 +161,7 @@ class _Execution:
     async def attempt(self, case: Case, variant: Variant, repeat: int, order: int) -> Sample:
         messages = variant.messages_for(case, repeat)
         request = Request(case, variant, repeat, messages, variant.params)
-        started = now()
+        started = store.now()
         clock = time.perf_counter()
         completion: Completion | None = None
         error: str | None = None
@@ -276,97 +276,85 @@ class _Execution:
             await asyncio.gather(*workers, return_exceptions=True)
 
 
+@dataclasses.dataclass
+class _Opened:
+    """The run directory as :meth:`_Session.open` holds it: what execute and finish read.
+    ``manifest`` is the one dict written back to ``manifest.json`` as the run goes."""
+
+    path: Path
+    run_id: str
+    manifest: dict[str, Any]
+    done: set[tuple[str, str, int]]
+    resumed: bool
+    fence: Any
+    sharded: Any = None
+    counted_judge: CountingTarget | None = None
+
+
 class _Session:
-    """One call of :func:`arun`: the state its phases share. Each phase fills in what the
-    next one reads; tests may drive them one by one."""
+    """One run of a :class:`~evalnb.cases.RunDesign` against a target: what its phases
+    share, all set here; each phase takes what it needs and returns what the next reads.
+
+    ::
+
+        session = _Session(design, target, judge, ...)   # bind checks, plan, budget
+        path = session.directory(out, resume, overwrite)
+        async with session.open(path, resume) as opened:  # lock, manifest, target, judge
+            execution = session.execution(opened, ...)
+            status = await session.execute(opened, execution, progress)
+            session.finish(opened, execution, status)
+        session.result(opened, status)
+    """
 
     def __init__(
         self,
+        design: RunDesign,
         target: Target,
         judge: Target | None,
         *,
         command: Sequence[str] | None,
         on_start: Callable[[Path], None] | None,
-        until: StoppingRule | None = None,
+        cluster: Any = None,
+        shard_size: int = 100,
     ) -> None:
+        if not callable(getattr(target, "complete", None)):
+            raise TypeError(f"'target' must have an async complete(request) method; got {target!r}")
+        if not is_whole(shard_size, 1):
+            raise ArgumentError(f"'shard_size' must be a whole number >= 1; got {shard_size!r}")
+        if design.judge is not None:
+            if judge is not None:
+                raise ArgumentError(
+                    f"the design names its judge ({design.judge.model!r}); pass no judge="
+                )
+            judge = judge_target(design.judge, target)
+        self.design = design
         self.target = target
-        self.until = until
         self.judge = judge
         self.command = command
         self.on_start = on_start
-        self.counted_judge: CountingTarget | None = None
-        self.sharded: Any = None
-        self.execution: _Execution | None = None
-        self.resumed = False
-        self.done: set[tuple[str, str, int]] = set()
-        self.status = "interrupted"  # until execute has run every key
-        self.watch: Watch | None = None
-
-    def prepare(
-        self,
-        cases: Sequence[Case] | str | os.PathLike[str],
-        variants: Iterable[Variant | str] | None,
-        repeats: int,
-        *,
-        order: str,
-        seed: int,
-        checks: Iterable[CheckSpec],
-        defaults: Mapping[str, Any] | None,
-        concurrency: int,
-        cluster: Any,
-        shard_size: int,
-        max_cost: float | None,
-        max_tokens: int | None,
-        prices: Prices | str | os.PathLike[str] | None,
-        cache: str | os.PathLike[str] | None,
-    ) -> None:
-        """Check every argument, load and bind the cases and their checks, and plan the
-        keys: a mistake is said before anything is written."""
-        self.cases, self.cases_file = _load_cases(cases, defaults)
-        self.variants = _variants(variants)
-        for name, value in (
-            ("repeats", repeats),
-            ("concurrency", concurrency),
-            ("shard_size", shard_size),
-        ):
-            if not is_whole(value, 1):
-                raise ArgumentError(f"{name!r} must be a whole number >= 1; got {value!r}")
-        if not callable(getattr(self.target, "complete", None)):
-            raise TypeError(
-                f"'target' must have an async complete(request) method; got {self.target!r}"
-            )
-        self.extra_checks = build_checks(checks)
-        self.by_case = {case.id: checks_for(case, self.extra_checks) for case in self.cases}
-        _check_messages(self.cases, self.variants)
-        require_judge(self.judge, self.by_case.values())
-        if cluster is not None and (max_cost is not None or max_tokens is not None or cache):
+        self.cluster = cluster
+        self.shard_size = shard_size
+        self.by_case = {case.id: checks_for(case, design.checks) for case in design.cases}
+        require_judge(judge, self.by_case.values())
+        if cluster is not None and (design.max_cost or design.max_tokens or design.cache):
             # Each shard runs apart: neither a budget nor a cache is shared across them yet.
             raise ArgumentError(
                 "'max_cost', 'max_tokens' and 'cache' work on one machine; not with 'cluster'"
             )
-        self.budget = Budget(max_cost, max_tokens, prices)
-        self.cached = None if cache is None else ResponseCache(self.target, cache)
-        if self.until is None:
-            self.planned = plan(self.cases, self.variants, repeats, order, seed)
-        else:
-            check_rule(self.until, self.variants, order, cluster)
-            drawn = drawn_order(self.cases, seed)
-            self.planned = case_major(plan(drawn, self.variants, repeats, order, seed), drawn)
-            self.watch = Watch(self.until, [c.id for c in drawn], len(self.variants) * repeats)
-        self.repeats, self.order, self.seed = repeats, order, seed
-        self.concurrency, self.cluster, self.shard_size = concurrency, cluster, shard_size
-        self.tally = Tally((v.name for v in self.variants), self.budget.prices)
-        self.started = now()
+        self.budget = Budget(design.max_cost, design.max_tokens, design.prices)
+        self.cached = None if design.cache is None else ResponseCache(target, design.cache)
+        self.planned, self.watch = _planned(design, cluster)
+        self.tally = Tally((v.name for v in design.variants), self.budget.prices)
+        self.started = store.now()
 
     @contextlib.contextmanager
-    def kept(self) -> Iterator[None]:
+    def kept(self, path: Path) -> Iterator[None]:
         """A run directory removed while the run writes it ends in one StoreError naming
         it, not in a traceback from deep inside the writer."""
         try:
             yield
         except FileNotFoundError as exc:
-            path = getattr(self, "path", None)
-            if path is None or path.is_dir():
+            if path.is_dir():
                 raise
             raise StoreError(
                 f"{path}: the run directory was removed while the run was writing it; "
@@ -374,43 +362,37 @@ class _Session:
             ) from exc
 
     @contextlib.asynccontextmanager
-    async def open(
-        self, out: str | os.PathLike[str] | None, *, resume: bool, overwrite: bool
-    ) -> AsyncIterator[None]:
+    async def open(self, path: Path, resume: bool) -> AsyncIterator[_Opened]:
         """Hold the run directory, new or resumed, with its lock, manifest and cases; open
         and describe the target and the judge; mark the run ``running``. Everything opened
         is closed on the way out, the lock last."""
-        self.path = self._directory(out, resume, overwrite)
         # pyarrow imports pandas (~1 s) on its first conversion of Python values: paid
         # before the run exists, so that once its manifest is written its samples follow.
-        store.cases_table(self.path.name, self.cases[:1])
+        store.cases_table(path.name, self.design.cases[:1])
         # One writer per run: held until the run ends (the kernel drops it if we die).
-        lock = store.RunLock(self.path, "run")
+        lock = store.RunLock(path, "run")
         async with contextlib.AsyncExitStack() as stack:
             stack.callback(lock.release)
-            if resume:
-                self._take_over(lock)
-            else:
-                self._create(lock)
-            _start_budget(self.manifest, self.budget, self.path if resume else None)
+            opened = self._take_over(path, lock) if resume else self._create(path, lock)
+            _start_budget(opened.manifest, self.budget, path if resume else None)
             if self.on_start is not None:
-                self.on_start(self.path)
+                self.on_start(path)
             if isinstance(self.target, contextlib.AbstractAsyncContextManager):
                 await stack.enter_async_context(self.target)
-            self.counted_judge = await stack.enter_async_context(judging(self.judge))
+            opened.counted_judge = await stack.enter_async_context(judging(self.judge))
             stack.enter_context(embeddings_of(self.target))
-            await self._describe()
+            await self._describe(opened)
             if self.cluster is not None:
                 from evalnb.runner._distributed import Sharded
 
-                self.sharded = Sharded(self.cluster, self.shard_size, self.fence)
-                stack.callback(self.sharded.close)
-                self.manifest.setdefault("clusters", []).append(self.sharded.record())
-            self.manifest["status"] = "running"
-            store.write_json_atomic(self.path / "manifest.json", self.manifest)
-            yield
+                opened.sharded = Sharded(self.cluster, self.shard_size, opened.fence)
+                stack.callback(opened.sharded.close)
+                opened.manifest.setdefault("clusters", []).append(opened.sharded.record())
+            opened.manifest["status"] = "running"
+            store.write_json_atomic(path / "manifest.json", opened.manifest)
+            yield opened
 
-    def _directory(self, out: str | os.PathLike[str] | None, resume: bool, overwrite: bool) -> Path:
+    def directory(self, out: str | os.PathLike[str] | None, resume: bool, overwrite: bool) -> Path:
         """The folder ``out`` names (default ``runs/run-<time>-<hex>``), free for a new run
         once an earlier one is moved aside (``overwrite``)."""
         if out is None:
@@ -436,160 +418,175 @@ class _Session:
                 )
         return path
 
-    def _take_over(self, lock: store.RunLock) -> None:
-        """Resume the run in ``path``: the same plan, only the keys it lacks."""
-        path = self.path
+    def _take_over(self, path: Path, lock: store.RunLock) -> _Opened:
+        """Resume the run in ``path``: the same design, only the keys it lacks."""
         store.read_manifest(path)  # not a run: say so before touching it
         lock.acquire()
         # Shards an earlier driver left running can commit no more.
-        self.fence = store.fence_shards(path, create=self.cluster is not None)
-        self.manifest = store.read_manifest(path)
-        check_resume(
-            self.manifest, path, self.cases, self.variants, self.repeats, self.order, self.seed
-        )
+        fence = store.fence_shards(path, create=self.cluster is not None)
+        manifest = store.read_manifest(path)
+        self.design.same_run(manifest, f"{path}/manifest.json")
         if not any((path / "cases").glob("part-*.parquet")):
-            store.RunWriter(path).write_cases(self.cases)  # killed before it wrote them, or older
+            # Killed before it wrote them, or older.
+            store.RunWriter(path).write_cases(self.design.cases)
         store.remove_orphan_parts(path)
-        check_same_rule(self.manifest.get("until"), self.until, path)
-        self.done = store.sample_keys(path)
+        check_same_rule(manifest.get("until"), self.design.until, path)
+        done = store.sample_keys(path)
         if self.watch is not None:
-            self.watch.replay(path, self.done)
-        self.run_id = self.manifest["run_id"]
-        self.resumed = True
-        self.manifest.setdefault("resumes", []).append(
+            self.watch.replay(path, done)
+        manifest.setdefault("resumes", []).append(
             {
                 "started_at": self.started.isoformat(),
                 "command": list(self.command) if self.command else None,
             }
         )
+        return _Opened(path, manifest["run_id"], manifest, done, resumed=True, fence=fence)
 
-    def _create(self, lock: store.RunLock) -> None:
+    def _create(self, path: Path, lock: store.RunLock) -> _Opened:
         """A new run directory with its manifest and cases."""
-        path = self.path
         store.create_run_dir(path)
         lock.acquire()
-        self.fence = store.fence_shards(path, create=self.cluster is not None)
-        self.done = set()
-        self.run_id = path.name
-        self.manifest = new_manifest(
-            self.run_id,
-            self.started,
-            cases=self.cases,
-            cases_file=self.cases_file,
-            extra_checks=self.extra_checks,
-            variants=self.variants,
-            repeats=self.repeats,
-            concurrency=self.concurrency,
-            order=self.order,
-            seed=self.seed,
-            planned=self.planned,
-            command=self.command,
-        )
+        fence = store.fence_shards(path, create=self.cluster is not None)
+        manifest = new_manifest(path.name, self.started, self.design, self.planned, self.command)
         if self.watch is not None:
-            self.manifest["until"] = start_record(self.watch.rule, self.watch.drawn)
+            manifest["until"] = start_record(self.watch.rule, self.watch.drawn)
         # Written before the target is probed (which may take its whole timeout), so a
         # kill at any moment leaves a run that --resume can finish.
-        store.write_json_atomic(path / "manifest.json", self.manifest)
-        store.RunWriter(path).write_cases(self.cases)
-        _keep_import_record(self.cases_file, path)
+        store.write_json_atomic(path / "manifest.json", manifest)
+        store.RunWriter(path).write_cases(self.design.cases)
+        _keep_import_record(self.design.cases_file, path)
+        return _Opened(path, path.name, manifest, set(), resumed=False, fence=fence)
 
-    async def _describe(self) -> None:
+    async def _describe(self, opened: _Opened) -> None:
         """The target (the resumed run's own, or refused) and the judge, in the manifest."""
+        manifest = opened.manifest
         described = await _describe(self.target)
-        if self.manifest.get("target") is None:
-            self.manifest["target"] = described
+        if manifest.get("target") is None:
+            manifest["target"] = described
         else:
-            check_same_target(self.manifest["target"], described, self.path)
-        if self.judge is not None and not (self.manifest.get("judge") or {}).get("target"):
-            self.manifest["judge"] = {"target": await _describe(self.judge), "calls": 0}
+            check_same_target(manifest["target"], described, opened.path)
+        judge = manifest.get("judge") or {}
+        if self.judge is not None and not judge.get("target"):
+            manifest["judge"] = {**judge, "target": await _describe(self.judge), "calls": 0}
 
-    async def execute(
+    def execution(
         self,
+        opened: _Opened,
         timeout: float | None,
         canonical: Callable[[str, Case], str | None] | None,
-        progress: bool,
         flush_every: int,
         flush_seconds: float,
-    ) -> None:
+    ) -> _Execution:
+        """The pass over the pending keys, writing into ``opened``."""
+        # Samples written here are counted as written; a resumed or sharded run is read.
+        local = not opened.resumed and opened.sharded is None
+        return _Execution(
+            self.cached or self.target,
+            store.RunWriter(opened.path),
+            opened.run_id,
+            self.by_case,
+            timeout=timeout,
+            flush_every=flush_every,
+            flush_seconds=flush_seconds,
+            canonical=canonical or _default_canonical,
+            budget=self.budget,
+            tally=self.tally if local else None,
+            watch=self.watch,
+        )
+
+    async def execute(self, opened: _Opened, execution: _Execution, progress: bool) -> str:
         """Run every key not written yet, ``concurrency`` at a time (or as shards on the
-        cluster), writing as samples finish; the run is ``complete`` once all are, unless
-        its budget stopped it."""
-        done = self.done
+        cluster), writing as samples finish; returns the run's status: ``complete`` once
+        all are, unless its budget stopped it."""
+        done = opened.done
         pending = [
             (i, entry)
             for i, entry in enumerate(self.planned)
             if not done or (entry[0].id, entry[1].name, entry[2]) not in done
         ]
-        # Samples written here are counted as written; a resumed or sharded run is read.
-        local = not self.resumed and self.sharded is None
-        self.execution = _Execution(
-            self.cached or self.target,
-            store.RunWriter(self.path),
-            self.run_id,
-            self.by_case,
-            timeout,
-            flush_every,
-            flush_seconds,
-            canonical or _default_canonical,
-            self.budget,
-            self.tally if local else None,
-            self.watch,
-        )
+        concurrency = self.design.concurrency
         with tqdm(
             total=len(self.planned),
             initial=len(self.planned) - len(pending),
-            desc=self.run_id,
+            desc=opened.run_id,
             unit="sample",
             disable=not progress,
             mininterval=0.2,
         ) as bar:
-            if self.sharded is None:
-                await self.execution.execute(pending, self.concurrency, bar)
+            if opened.sharded is None:
+                await execution.execute(pending, concurrency, bar)
             else:
-                await self.sharded.execute(
-                    self.execution,
-                    pending,
-                    self.concurrency,
-                    str(self.path),
-                    self.counted_judge,
-                    bar,
+                await opened.sharded.execute(
+                    execution, pending, concurrency, str(opened.path), opened.counted_judge, bar
                 )
         decided = self.watch is not None and self.watch.decided
-        self.status = "interrupted" if self.budget.reached and not decided else "complete"
+        return "interrupted" if self.budget.reached and not decided else "complete"
 
-    def finish(self) -> None:
+    def finish(self, opened: _Opened, execution: _Execution, status: str) -> None:
         """Write what is buffered, then the run's status, judge calls, budget and cache into
         the manifest; runs however the execution ended."""
-        if self.execution is not None:
-            self.execution.flush()
-        if self.counted_judge is not None:
-            self.manifest.setdefault("judge", {"calls": 0})["calls"] += self.counted_judge.calls
-        self.manifest.update(status=self.status, ended_at=now().isoformat())
-        _end_budget(self.manifest, self.budget)
+        execution.flush()
+        manifest = opened.manifest
+        if opened.counted_judge is not None:
+            manifest.setdefault("judge", {"calls": 0})["calls"] += opened.counted_judge.calls
+        manifest.update(status=status, ended_at=store.now().isoformat())
+        _end_budget(manifest, self.budget)
         if self.watch is not None:
-            self.manifest["until"] = self.watch.record(self._stopped())
-        _end_cache(self.manifest, self.cached)
-        store.write_json_atomic(self.path / "manifest.json", self.manifest)
+            manifest["until"] = self.watch.record(self._stopped(status))
+        _end_cache(manifest, self.cached)
+        store.write_json_atomic(opened.path / "manifest.json", manifest)
 
-    def _stopped(self) -> str:
+    def _stopped(self, status: str) -> str:
         """Why a run with a stopping rule ended: ``decided``, ``budget``, ``cases`` (every
         case ran undecided) or ``interrupted``."""
         if self.watch is not None and self.watch.decided:
             return "decided"
         if self.budget.reached:
             return "budget"
-        return "cases" if self.status == "complete" else "interrupted"
+        return "cases" if status == "complete" else "interrupted"
 
-    def result(self) -> RunResult:
+    def result(self, opened: _Opened, status: str) -> RunResult:
         """The run's :class:`RunResult`, over every sample of the run (those of a resumed
         run's earlier sessions and of a cluster's shards are read from its tables)."""
-        if self.resumed or self.sharded is not None:
-            self.tally.read(self.path)
-        return self.tally.result(self.path, self.run_id, self.status, self.budget)
+        if opened.resumed or opened.sharded is not None:
+            self.tally.read(opened.path)
+        return self.tally.result(opened.path, opened.run_id, status, self.budget)
+
+
+def _planned(
+    design: RunDesign, cluster: Any
+) -> tuple[list[tuple[Case, Variant, int]], Watch | None]:
+    """The keys in the order they run, and the watch of the design's stopping rule."""
+    cases, variants = list(design.cases), list(design.variants)
+    if design.until is None:
+        return plan(cases, variants, design.repeats, design.order, design.seed), None
+    check_rule(design.until, variants, design.order, cluster)
+    drawn = drawn_order(cases, design.seed)
+    planned = plan(drawn, variants, design.repeats, design.order, design.seed)
+    watch = Watch(design.until, [c.id for c in drawn], len(variants) * design.repeats)
+    return case_major(planned, drawn), watch
+
+
+#: The keywords of :func:`arun` that build its :class:`RunDesign`, with their defaults.
+_DESIGN_DEFAULTS: dict[str, Any] = {
+    "variants": None,
+    "repeats": 1,
+    "order": "alternate",
+    "seed": 0,
+    "checks": (),
+    "defaults": None,
+    "until": None,
+    "max_cost": None,
+    "max_tokens": None,
+    "prices": None,
+    "concurrency": 8,
+    "timeout": None,
+    "cache": None,
+}
 
 
 async def arun(
-    cases: Sequence[Case] | str | os.PathLike[str],
+    cases: RunDesign | Sequence[Case] | str | os.PathLike[str],
     target: Target,
     *,
     variants: Iterable[Variant | str] | None = None,
@@ -607,7 +604,7 @@ async def arun(
     flush_seconds: float = 5.0,
     command: Sequence[str] | None = None,
     on_start: Callable[[Path], None] | None = None,
-    judge: Target | None = None,
+    judge: Target | JudgeSpec | None = None,
     canonical: Callable[[str, Case], str | None] | None = None,
     defaults: Mapping[str, Any] | None = None,
     cluster: Any = None,
@@ -622,12 +619,16 @@ async def arun(
     directory and return its :class:`RunResult`. ``run`` blocks (in a notebook too: the run
     gets its own event loop on a worker thread); ``arun`` is the same call, to await.
 
-    Cases, variants and checks are all checked before anything runs. One sample's failure
-    becomes an incomplete sample; Ctrl-C flushes what is done, marks the run ``interrupted``
-    and raises :class:`RunInterrupted` (a ``KeyboardInterrupt`` saying how to resume).
+    The keywords that say what the run does build a :class:`~evalnb.RunDesign`; pass one as
+    ``cases`` instead (``run(design, target, out=...)``), built once from keywords, an
+    experiment file or a manifest. Everything is checked before anything runs. One sample's
+    failure becomes an incomplete sample; Ctrl-C flushes what is done, marks the run
+    ``interrupted`` and raises :class:`RunInterrupted` (a ``KeyboardInterrupt`` saying how
+    to resume).
 
     Parameters:
-        cases: a cases file (``.jsonl``, ``.json``, ``.yaml``, ``.csv``) or :class:`Case` objects.
+        cases: a cases file (``.jsonl``, ``.json``, ``.yaml``, ``.csv``), :class:`Case`
+            objects, or a :class:`~evalnb.RunDesign` (then no other design keyword).
         target: a :class:`~evalnb.targets.Target` (``async complete(request)``).
         variants: :class:`Variant` objects or names; default one variant, ``baseline``.
         repeats: samples per case and variant.
@@ -646,7 +647,8 @@ async def arun(
         flush_every, flush_seconds: write a part after this many samples or seconds.
         command: the command line the manifest records (the CLI passes its own).
         on_start: called with the run directory once it exists, before the first sample.
-        judge: the target that answers ``judge`` checks (required when a case has one).
+        judge: the target that answers ``judge`` checks (required when a case has one), or
+            a :class:`~evalnb.cases.JudgeSpec` (a model at the target's server or its own).
         canonical: ``fn(answer, case)``, the form two agreeing answers share; default: the
             ``expect_keys`` as JSON, else the answer with white space collapsed, case folded.
         defaults: checks and fields for every case, as a cases file's own ``defaults``.
@@ -664,37 +666,67 @@ async def arun(
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
-    session = _Session(target, judge, command=command, on_start=on_start, until=until)
-    session.prepare(
-        cases,
-        variants,
-        repeats,
-        order=order,
-        seed=seed,
-        checks=checks,
-        defaults=defaults,
-        concurrency=concurrency,
+    # The keywords that build the design, as given (read before any local is set).
+    given = {key: value for key, value in locals().items() if key in _DESIGN_DEFAULTS}
+    design, runtime_judge = _design_of(cases, judge, given)
+    session = _Session(
+        design,
+        target,
+        runtime_judge,
+        command=command,
+        on_start=on_start,
         cluster=cluster,
         shard_size=shard_size,
-        max_cost=max_cost,
-        max_tokens=max_tokens,
-        prices=prices,
-        cache=cache,
     )
-    with session.kept():
-        async with session.open(out, resume=resume, overwrite=overwrite):
+    path = session.directory(out, resume, overwrite)
+    return await _drive(session, path, resume, progress, canonical, flush_every, flush_seconds)
+
+
+def _design_of(
+    cases: RunDesign | Sequence[Case] | str | os.PathLike[str],
+    judge: Target | JudgeSpec | None,
+    given: dict[str, Any],
+) -> tuple[RunDesign, Target | None]:
+    """The design :func:`arun` runs (the one given, or built from its keywords), and the
+    judge target given beside it."""
+    spec = judge if isinstance(judge, JudgeSpec) else None
+    if not isinstance(cases, RunDesign):
+        return RunDesign.build(cases, judge=spec, **given), None if spec else cast(
+            "Target | None", judge
+        )
+    changed = sorted(k for k, v in given.items() if v is not _DESIGN_DEFAULTS[k])
+    if changed or spec is not None:
+        raise ArgumentError(
+            "pass a RunDesign or the keywords that build one, not both; got the design "
+            f"and {[*changed, *(['judge'] if spec else [])]!r}"
+        )
+    return cases, cast("Target | None", judge)
+
+
+async def _drive(
+    session: _Session,
+    path: Path,
+    resume: bool,
+    progress: bool,
+    canonical: Callable[[str, Case], str | None] | None,
+    flush_every: int,
+    flush_seconds: float,
+) -> RunResult:
+    """The session through its phases: open, execute, finish (however execute ended)."""
+    with session.kept(path):
+        async with session.open(path, resume) as opened:
+            execution = session.execution(
+                opened, session.design.timeout, canonical, flush_every, flush_seconds
+            )
+            status = "interrupted"  # until execute has run every key
             try:
-                await session.execute(timeout, canonical, progress, flush_every, flush_seconds)
+                status = await session.execute(opened, execution, progress)
             finally:
-                session.finish()
-    return session.result()
+                session.finish(opened, execution, status)
+    return session.result(opened, status)
 
 
 run = blocking(arun)
-
-
-#: The record an import writes beside a suite; a run of that suite keeps a copy.
-IMPORTED = "imported.json"
 
 
 def _keep_import_record(cases_file: Mapping[str, Any] | None, path: Path) -> None:
@@ -710,63 +742,6 @@ def _keep_import_record(cases_file: Mapping[str, Any] | None, path: Path) -> Non
         print(f"evalnb: {record['path']}: not kept in the run ({exc})", file=sys.stderr)
         return
     store.write_json_atomic(path / IMPORTED, data)
-
-
-def _load_cases(
-    cases: Sequence[Case] | str | os.PathLike[str], defaults: Mapping[str, Any] | None
-) -> tuple[list[Case], dict[str, Any] | None]:
-    """The built cases, and the cases file's provenance when they come from one."""
-    cases_file: dict[str, Any] | None = None
-    if isinstance(cases, str | os.PathLike):
-        # Read first: a missing or bad file is a located error, not a failed hash.
-        loaded = load_cases(cases, defaults=defaults)
-        cases_file = {"path": str(cases), "sha256": file_sha256(cases)}
-        if defaults:
-            cases_file["defaults"] = dict(defaults)
-        imported = Path(cases).parent / IMPORTED
-        if imported.is_file():  # an imported suite: what came in and what did not
-            cases_file["imported"] = {"path": str(imported), "sha256": file_sha256(imported)}
-        cases = loaded
-    elif defaults:
-        raise ArgumentError(
-            "'defaults' apply to a cases file as it is read; with Case objects, put the "
-            "checks and fields in the cases"
-        )
-    built = built_cases(cases)
-    if not built:
-        raise ArgumentError("'cases' must hold at least one case; got none")
-    ids = [c.id for c in built]
-    if len(set(ids)) != len(ids):
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        raise ArgumentError(f"'cases' must have unique ids; got {repeated!r} more than once")
-    return built, cases_file
-
-
-def _variants(variants: Iterable[Variant | str] | None) -> list[Variant]:
-    if variants is None:
-        return [Variant("baseline")]
-    out = [Variant(v) if isinstance(v, str) else v for v in variants]
-    if not out:
-        raise ArgumentError("'variants' must name at least one variant; got an empty list")
-    names = [v.name for v in out]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ArgumentError(f"'variants' must have unique names; got {duplicates!r} more than once")
-    for v in out:
-        if not isinstance(v, Variant):
-            raise TypeError(f"'variants' must hold Variant objects or names; got {v!r}")
-    return out
-
-
-def _check_messages(cases: Sequence[Case], variants: Sequence[Variant]) -> None:
-    """Refuse a variant that cannot apply to a case (an undefined template variable, a
-    prefix with no user message) before anything runs."""
-    for case in cases:
-        for variant in variants:
-            try:
-                variant.messages_for(case)
-            except ValueError as exc:
-                raise ArgumentError(f"case {case.id!r}, variant {variant.name!r}: {exc}") from None
 
 
 async def _describe(target: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ every file ``0600``: answers may hold private text.
 """
 
 from evalnb.store._lock import RunLock
+from evalnb.store._provenance import now, provenance
 from evalnb.store._rundir import (
     DamagedRunWarning,
     PartialScoringWarning,
@@ -70,6 +71,8 @@ __all__ = [
     "committed_shard",
     "create_run_dir",
     "fence_shards",
+    "now",
+    "provenance",
     "read_manifest",
     "read_table",
     "remove_orphan_parts",

@@ -10,7 +10,7 @@ import pytest
 import evalnb
 from evalnb import OpenAIChat, store
 from evalnb.analysis._scores import scores
-from evalnb.cases import suites
+from evalnb.cases import JudgeSpec, suites
 from evalnb.cases._experiment import load_experiment
 
 
@@ -42,7 +42,7 @@ def test_the_packaged_quiz_suite_uses_every_new_piece():
     experiment = load_experiment(suites.path("quiz.toml"))
     assert [v.name for v in experiment.variants] == ["plain", "careful"]
     assert all(v.template and v.shuffle_choices for v in experiment.variants)
-    assert experiment.judge == {"model": "judge"}
+    assert experiment.judge == JudgeSpec(model="judge")
     assert [c["name"] for c in experiment.defaults["checks"]] == ["answered"]
     cases = evalnb.load_cases(experiment.cases, defaults=experiment.defaults)
     assert all(c.vars and c.target is not None and c.tags == ("quiz",) for c in cases)

@@ -244,10 +244,10 @@ def test_an_api_key_reaches_workers_through_their_environment_only(
             None,
             "run",
             {},
-            None,
-            5000,
-            5.0,
-            _default_canonical,  # type: ignore[arg-type]
+            timeout=None,
+            flush_every=5000,
+            flush_seconds=5.0,
+            canonical=_default_canonical,  # type: ignore[arg-type]
         )
         sharded = Sharded(client, 2, "s")
         job = sharded.job(execution, 8, str(tmp_path / "run"), None)

@@ -18,6 +18,7 @@ import evalnb
 from evalnb import ArgumentError, Case, Completion, Function, Unscored
 from evalnb._prices import price_table
 from evalnb._types import Request, Sample
+from evalnb.cases import RunDesign
 from evalnb.checks._judge import JUDGE
 from evalnb.runner import _session
 from evalnb.runner._budget import Budget
@@ -46,40 +47,28 @@ def test_run_is_arun_made_blocking_with_its_signature_and_docstring() -> None:
 
 def test_the_phases_can_be_driven_one_by_one(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    session = _session._Session(Function(lambda r: "ok"), None, command=None, on_start=None)
     with pytest.raises(ArgumentError, match="'concurrency' must be a whole number"):
-        session.prepare(cases(), None, 2, **{**_settings(), "concurrency": 0})
-    session.prepare(cases(), ["a", "b"], 2, **_settings())
+        RunDesign.build(cases(), repeats=2, concurrency=0)
+    design = RunDesign.build(cases(), variants=["a", "b"], repeats=2, concurrency=4)
+    session = _session._Session(design, Function(lambda r: "ok"), None, command=None, on_start=None)
     assert len(session.planned) == 6 * 2 * 2 and not out.exists()
+    path = session.directory(out, resume=False, overwrite=False)
 
-    async def phases() -> None:
-        async with session.open(out, resume=False, overwrite=False):
+    async def phases() -> tuple[Any, str]:
+        async with session.open(path, resume=False) as opened:
             assert read_manifest(out)["status"] == "running"
+            execution = session.execution(opened, None, None, 5000, 5.0)
+            status = "interrupted"
             try:
-                await session.execute(None, None, False, 5000, 5.0)
+                status = await session.execute(opened, execution, False)
             finally:
-                session.finish()
+                session.finish(opened, execution, status)
+        return opened, status
 
-    asyncio.run(phases())
-    assert read_manifest(out)["status"] == "complete"
-    result = session.result()
+    opened, status = asyncio.run(phases())
+    assert read_manifest(out)["status"] == status == "complete"
+    result = session.result(opened, status)
     assert result.counts["a"]["completed"] == result.counts["b"]["completed"] == 12
-
-
-def _settings() -> dict[str, Any]:
-    return {
-        "order": "alternate",
-        "seed": 0,
-        "checks": (),
-        "defaults": None,
-        "concurrency": 4,
-        "cluster": None,
-        "shard_size": 100,
-        "max_cost": None,
-        "max_tokens": None,
-        "prices": None,
-        "cache": None,
-    }
 
 
 class _Mixed:

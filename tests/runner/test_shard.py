@@ -48,10 +48,10 @@ def job_and_shards(run_dir: Path, session: str, size: int) -> tuple[ShardJob, li
         None,  # type: ignore[arg-type]  # each attempt brings its own writer
         run_dir.name,
         {c.id: checks_for(c, ()) for c in cases},
-        None,
-        5000,
-        5.0,
-        _default_canonical,
+        timeout=None,
+        flush_every=5000,
+        flush_seconds=5.0,
+        canonical=_default_canonical,
     )
     job = ShardJob(str(run_dir), session, execution, concurrency=2)
     return job, split(list(enumerate(planned)), session, size)
