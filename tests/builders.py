@@ -40,7 +40,7 @@ def manifest(
         "ended_at": (T0 + dt.timedelta(minutes=5)).isoformat(),
         "evalnb_version": "0.1.0",
         "python": "3.11",
-        "platform": "linux-x86_64",
+        "platform": {"system": "Linux", "machine": "x86_64"},
         "command": ["evalnb", "run"],
         "cases_file": None,
         "cases": [

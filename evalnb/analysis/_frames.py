@@ -23,7 +23,7 @@ from evalnb._exceptions import ArgumentError
 from evalnb._types import STATUSES
 from evalnb.analysis import _display as display
 from evalnb.analysis._args import choice, names
-from evalnb.store import KEY, TABLES, VERDICTS, read_manifest, read_table, run_path
+from evalnb.store import KEY, TABLES, VERDICTS, Manifest, read_manifest, read_table, run_path
 
 __all__ = ["Run", "load"]
 
@@ -134,6 +134,11 @@ class Run:
                 "use run.manifests[run_id]"
             )
         return next(iter(self.manifests.values()))
+
+    @property
+    def info(self) -> Manifest:
+        """The manifest of a single run, typed (:class:`evalnb.store.Manifest`)."""
+        return Manifest.from_dict(self.manifest, f"{self.run_ids[0]}/manifest.json")
 
     @property
     def variants(self) -> list[str]:

@@ -24,6 +24,7 @@ from evalnb.analysis._cost import costs
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._runs import WORSE, compare_runs
 from evalnb.analysis._suite import suite_rate
+from evalnb.store import Manifest
 
 __all__ = ["BETTER", "UNCHANGED", "history", "run_dirs"]
 
@@ -79,7 +80,7 @@ def history(
     level = _args.level(level)
     margin = _args.fraction("margin", margin)
     loaded = [_one(value) for value in _listed(runs)]
-    loaded.sort(key=lambda pair: (str(_manifest(pair[1]).get("started_at") or ""), pair[0]))
+    loaded.sort(key=lambda pair: (_manifest(pair[1]).started_at or "", pair[0]))
     rows: list[dict[str, Any]] = []
     before: tuple[str, Run] | None = None
     for path, run in loaded:
@@ -142,12 +143,12 @@ def _one(value: Any) -> tuple[str, Run]:
         raise ArgumentError(f"the run {str(value)!r}: {exc}") from None
 
 
-def _manifest(run: Run) -> dict[str, Any]:
-    return next(iter(run.manifests.values()))
+def _manifest(run: Run) -> Manifest:
+    return run.info
 
 
-def _server(manifest: dict[str, Any]) -> str:
-    target = manifest.get("target") or {}
+def _server(manifest: Manifest) -> str:
+    target = manifest.target or {}
     server = target.get("server") or {}
     return str(server.get("server_header") or server.get("error") or target.get("type") or "")
 
@@ -182,10 +183,10 @@ def _rows(
         rate = suite.loc[variant] if variant in suite.index else None
         notes = [*warned]
         row: dict[str, Any] = {
-            "run_id": next(iter(run.manifests)),
+            "run_id": manifest.run_id,
             "path": path,
-            "started_at": pd.Timestamp(manifest.get("started_at")),
-            "status": manifest.get("status"),
+            "started_at": pd.Timestamp(manifest.started_at),
+            "status": manifest.status,
             "variant": variant,
             "check": check,
             "model": models.get(variant, ""),

@@ -25,7 +25,7 @@ from evalnb.cases.suites import PREFIX, resolve
 from evalnb.cli._ci import show_progress
 from evalnb.cli._common import UsageError, interrupts_once
 from evalnb.runner import run
-from evalnb.store import read_manifest
+from evalnb.store import Manifest
 from evalnb.targets import Command, OpenAIChat, Target
 from evalnb.targets._containment import Containment
 
@@ -404,7 +404,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def _until_note(path: Path) -> None:
     """The rule's verdicts, one line per comparison, as the run's last look left them."""
-    until = read_manifest(path).get("until") or {}
+    until = Manifest.read(path).until or {}
     rule, looks = until.get("rule") or {}, until.get("looks") or []
     for entry in until.get("verdicts") or []:
         low, high = entry.get("low"), entry.get("high")

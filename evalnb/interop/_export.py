@@ -28,6 +28,7 @@ import pandas as pd
 
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis import Run, load, suite_rate
+from evalnb.store import Manifest
 
 __all__ = ["EEE_SCHEMA_VERSION", "export_eee", "export_inspect_scores", "export_samples"]
 
@@ -158,12 +159,11 @@ class _Evaluation:
     evaluation_id: str
 
 
-def _model(manifest: dict[str, Any], variant: str) -> str:
+def _model(manifest: Manifest, variant: str) -> str:
     """The variant's ``params.model``, else the target's model, else the variant's name."""
-    target = manifest.get("target") or {}
-    model = str((target.get("model") if isinstance(target, dict) else None) or variant)
+    model = str((manifest.target or {}).get("model") or variant)
     params = next(
-        (v.get("params") or {} for v in manifest.get("variants", []) if v["name"] == variant),
+        (v.get("params") or {} for v in manifest.variants if v["name"] == variant),
         {},
     )
     return str(params.get("model") or model)
@@ -295,7 +295,7 @@ def _instances(
 
 def _aggregate(
     evaluation: _Evaluation,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     *,
     organization: str,
     retrieved: str,
@@ -306,10 +306,10 @@ def _aggregate(
     return {
         "schema_version": EEE_SCHEMA_VERSION,
         "evaluation_id": evaluation.evaluation_id,
-        "evaluation_timestamp": str(manifest.get("started_at")),
+        "evaluation_timestamp": str(manifest.started_at),
         "retrieved_timestamp": retrieved,
         "source_metadata": {
-            "source_name": f"evalnb run {manifest['run_id']}",
+            "source_name": f"evalnb run {manifest.run_id}",
             "source_type": "evaluation_run",
             "source_organization_name": organization,
             "evaluator_relationship": "third_party",
@@ -325,7 +325,7 @@ def _aggregate(
         },
         "eval_library": {
             "name": "evalnb",
-            "version": str(manifest.get("evalnb_version") or "unknown"),
+            "version": str(manifest.evalnb_version or "unknown"),
         },
         "evaluation_results": results,
         "detailed_evaluation_results": detailed,
@@ -362,20 +362,20 @@ def export_eee(
     per variant ``data/<run_id>/<developer>/<model>/<uuid>.json`` (the aggregate) and
     ``<uuid>_samples.jsonl`` (the instances) beside it; returns the paths."""
     run = load(run_dir)
-    manifest = run.manifest
+    manifest = run.info
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     retrieved = str(int(dt.datetime.now(dt.UTC).timestamp()))
     rates = _rates(run, level)
-    dataset = str((manifest.get("cases_file") or {}).get("path") or manifest["run_id"])
-    cases = {c["id"]: c for c in manifest.get("cases", [])}
+    dataset = str((manifest.cases_file or {}).get("path") or manifest.run_id)
+    cases = {c["id"]: c for c in manifest.cases}
     samples = run.samples.astype({"case_id": object, "variant": object})
     checks = run.checks.astype({"case_id": object, "variant": object})
     written = []
     for variant in run.variants:
         model = _model(manifest, variant)
-        evaluation = _Evaluation(variant, model, f"{manifest['run_id']}/{variant}/{retrieved}")
-        folder = _folder(manifest["run_id"], model)
+        evaluation = _Evaluation(variant, model, f"{manifest.run_id}/{variant}/{retrieved}")
+        folder = _folder(manifest.run_id, model)
         (out / folder).mkdir(parents=True, exist_ok=True)
         uuid = str(uuid_module.uuid4())
         mine = rates[rates["variant"] == variant]

@@ -16,12 +16,10 @@ from evalnb import store
 from evalnb._exceptions import ArgumentError, CasesError, StoreError
 from evalnb._sync import run_sync
 from evalnb._types import Action, Case, Sample, ToolCall
-from evalnb.cases._files import file_sha256, load_cases
+from evalnb.cases import cases_from_manifest, file_sha256, load_cases
 from evalnb.checks import (
-    Check,
     CheckSpec,
     arun_checks,
-    build_check,
     build_checks,
     built_cases,
     checks_for,
@@ -43,52 +41,6 @@ def _samples(run_dir: Path) -> list[Sample]:
         if row["choice_order"] is not None:
             row["choice_order"] = tuple(row["choice_order"])
     return [Sample(**row) for row in rows]
-
-
-def _rebuilt(
-    spec: dict[str, Any], where: str, case: Case | None, given: set[str], lost: list[str]
-) -> Check | None:
-    """A check rebuilt from its recorded spec; None when a check of its name is ``given``
-    again or it cannot be rebuilt (then ``lost`` says which and why)."""
-    name = spec.get("name") or spec.get("type")
-    if name in given:
-        return None
-    try:
-        return build_check(spec, where=where, case=case)
-    except (ValueError, TypeError) as exc:
-        owner = f"of case {case.id!r}" if case is not None else "given to every case"
-        lost.append(f"{name!r} {owner} ({spec.get('function', spec.get('type'))}: {exc})")
-        return None
-
-
-def _from_manifest(
-    manifest: dict[str, Any], run_dir: Path, given: set[str], *, cases: bool
-) -> tuple[list[Case], list[Check]]:
-    """The manifest's cases (when ``cases``) and its checks given to every case, rebuilt.
-
-    A check that cannot be rebuilt (a callable given at run time, a module no longer
-    importable) is an error naming it, unless a check of that name is ``given`` again (it
-    then takes the check's place): a rescoring never drops a check silently."""
-    lost: list[str] = []
-    rebuilt = []
-    for item in manifest["cases"] if cases else ():
-        case = Case(**{**item, "checks": ()})
-        checks = [
-            _rebuilt(spec, f"checks[{i}]", case, given, lost)
-            for i, spec in enumerate(item["checks"])
-        ]
-        rebuilt.append(Case(**{**item, "checks": [c for c in checks if c is not None]}))
-    extra = [
-        _rebuilt(spec, f"extra_checks[{i}]", None, given, lost)
-        for i, spec in enumerate(manifest.get("extra_checks") or ())
-    ]
-    if lost:
-        more = f" and {len(lost) - 1} more" if len(lost) > 1 else ""
-        raise CasesError(
-            f"{run_dir}/manifest.json: the run has Python checks that cannot be rebuilt: "
-            f"{lost[0]}{more}; pass them again (checks=, --check, or cases=/--cases) to score"
-        )
-    return rebuilt, [c for c in extra if c is not None]
 
 
 async def ascore(
@@ -127,7 +79,9 @@ async def _score_locked(
     given = build_checks(checks)
     names = {c.name for c in given}
     source: dict[str, Any] = {"cases": "manifest"}
-    from_manifest, kept = _from_manifest(manifest, run_dir, names, cases=cases is None)
+    from_manifest, kept = cases_from_manifest(
+        manifest, f"{run_dir}/manifest.json", names, cases=cases is None
+    )
     extra = (*given, *kept)
     if cases is None:
         cases = from_manifest

@@ -19,6 +19,7 @@ every file ``0600``: answers may hold private text.
 """
 
 from evalnb.store._lock import RunLock
+from evalnb.store._manifest import Manifest, schema_markdown
 from evalnb.store._provenance import now, provenance
 from evalnb.store._rundir import (
     DamagedRunWarning,
@@ -42,7 +43,6 @@ from evalnb.store._schema import (
     TABLES,
     VERDICTS,
     VERDICTS_SCHEMA,
-    schema_markdown,
 )
 from evalnb.store._shards import (
     commit_shard,
@@ -62,6 +62,7 @@ __all__ = [
     "VERDICTS",
     "VERDICTS_SCHEMA",
     "DamagedRunWarning",
+    "Manifest",
     "PartialScoringWarning",
     "RunLock",
     "RunWriter",

@@ -14,7 +14,7 @@ __all__ = [
     "TABLES",
     "VERDICTS",
     "VERDICTS_SCHEMA",
-    "schema_markdown",
+    "tables_markdown",
 ]
 
 #: The columns that name one sample, in every table.
@@ -204,8 +204,8 @@ _OTHER_FILES = [
 ]
 
 
-def schema_markdown() -> str:
-    """The schemas as Markdown tables (docs/schema.md is generated from this)."""
+def tables_markdown() -> str:
+    """The tables' schemas and the other files as Markdown (the head of docs/schema.md)."""
     lines = [
         "# Run directory schema",
         "",
