@@ -21,7 +21,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ class JudgeSpec:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RunDesign:
     """What a run does: cases x variants x repeats in an order, checked, within limits.
 
@@ -96,7 +96,7 @@ class RunDesign:
     concurrency: int = 8
     timeout: float | None = None
     cache: str | None = None
-    cases_file: Mapping[str, Any] | None = field(default=None, compare=False)
+    cases_file: Mapping[str, Any] | None = None
 
     @classmethod
     def build(
@@ -152,6 +152,15 @@ class RunDesign:
                 "(input, output) dollars per million tokens)"
             )
         _check_messages(self.cases, self.variants)
+
+    def __eq__(self, other: object) -> bool:
+        # Two designs are the same when the manifest records them the same: checks built
+        # from one spec are equal, whatever objects hold them.
+        if not isinstance(other, RunDesign):
+            return NotImplemented
+        return self.to_manifest() == other.to_manifest()
+
+    __hash__ = None  # type: ignore[assignment]  # a design holds dicts
 
     def to_manifest(self) -> dict[str, Any]:
         """The design as the manifest's keys (``docs/schema.md``): the JSON on disk."""
