@@ -443,3 +443,18 @@ def test_a_run_stopped_by_its_sequence_is_told_by_that_sequence(tmp_path: Path) 
     # the explorer's line is compare's own on this run: the sequence, never a fixed-n interval
     assert state.story == story(row).line("v1", "v2", "all")
     assert "confidence sequence" in state.story and "stopped early" in state.note
+
+
+def test_the_explorer_and_the_panel_take_their_shared_options_alike() -> None:
+    import inspect
+
+    from evalnb.review import Annotator, ReviewState, annotate
+
+    shared = ["run", "annotator", "check", "a", "b"]
+    for function in (explore, Explorer, ExploreState, annotate, Annotator, ReviewState):
+        parameters = inspect.signature(function).parameters
+        names = [name for name in parameters if name in shared]
+        assert names == shared, function  # the same names, in the same order
+        assert parameters["annotator"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        assert parameters["check"].kind is inspect.Parameter.KEYWORD_ONLY
+        assert parameters["check"].default == "all"
