@@ -16,7 +16,7 @@ import evalnb
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis._story import story
 from evalnb.explorer import Explorer, ExploreState, explore
-from evalnb.store._verdicts import latest_verdicts
+from evalnb.store import latest_verdicts
 from tests.builders import ATTACK, counts_run, write_run, write_verdicts
 
 # per-case passes of 4 repeats: case-03 moves most (0 -> 4), case-00 and case-05 do not move

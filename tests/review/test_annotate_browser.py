@@ -31,8 +31,7 @@ from typing import Any
 import pytest
 
 from evalnb._types import CheckResult, Sample
-from evalnb.store import RunWriter
-from evalnb.store._verdicts import latest_verdicts, verdict_history
+from evalnb.store import RunWriter, latest_verdicts, verdict_history
 from tests.browser.lab import (
     ARTIFACTS,
     CHROMIUM,

@@ -9,7 +9,7 @@ import pytest
 
 from evalnb.review import Annotator, annotate
 from evalnb.review._state import ReviewState
-from evalnb.store._verdicts import latest_verdicts
+from evalnb.store import latest_verdicts
 from tests.builders import ATTACK, shown, tool_run
 
 

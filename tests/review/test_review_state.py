@@ -10,7 +10,7 @@ import pytest
 from evalnb.analysis import load, rates
 from evalnb.review import ReviewState, SampleFilters
 from evalnb.review._state import Undone
-from evalnb.store._verdicts import VerdictStore, latest_verdicts, verdict_history
+from evalnb.store import VerdictStore, latest_verdicts, verdict_history
 from tests.builders import write_run
 
 
