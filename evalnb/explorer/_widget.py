@@ -70,6 +70,11 @@ def explore(
     The kernel keeps the run; the page holds one page of cases (``page_size``) and one of
     samples (``sample_page_size``).
 
+    The options shared with :func:`evalnb.annotate` have its names and order: ``run``,
+    ``annotator`` (here optional), then by name ``check`` and ``a``, ``b``; the explorer's
+    own follow. The samples, their outcomes, verdicts, filters and search are the same
+    :class:`~evalnb.review.SampleIndex` the review panel reads.
+
     >>> explorer = evalnb.explore(run, a="v1", b="v2")                 # doctest: +SKIP
     >>> explorer                                                        # doctest: +SKIP
     >>> explorer.selection                                              # doctest: +SKIP
@@ -104,36 +109,16 @@ class Explorer(widgets.VBox):
     """What :func:`explore` returns (an ipywidgets ``VBox``): the page (``view``, an
     anywidget) and, below it, the review panel when one is open (``panel``).
 
-    A script or a test drives it as a person would: :meth:`open_cell`,
-    :meth:`side_by_side`, :meth:`search`, :meth:`set_filters`, :meth:`sort_by`,
-    :meth:`record`, :meth:`review`; ``state`` is the
+    It takes the arguments of :func:`explore`. A script or a test drives it as a person
+    would: :meth:`open_cell`, :meth:`side_by_side`, :meth:`search`, :meth:`set_filters`,
+    :meth:`sort_by`, :meth:`record`, :meth:`review`; ``state`` is the
     :class:`~evalnb.explorer.ExploreState` it draws.
     """
 
     def __init__(
-        self,
-        run: Run | str | os.PathLike[str],
-        annotator: str | None = None,
-        *,
-        check: str = ALL,
-        a: str | None = None,
-        b: str | None = None,
-        prices: Mapping[str, tuple[float, float]] | str | os.PathLike[str] | None = None,
-        level: float = 0.95,
-        page_size: int = 25,
-        sample_page_size: int = 10,
+        self, run: Run | str | os.PathLike[str], annotator: str | None = None, **options: Any
     ):
-        self.state = ExploreState(
-            run,
-            annotator,
-            check=check,
-            a=a,
-            b=b,
-            prices=prices,
-            level=level,
-            page_size=page_size,
-            sample_page_size=sample_page_size,
-        )
+        self.state = ExploreState(run, annotator, **options)
         self.view = ExplorerView()
         self.panel: Annotator | None = None
         self._panel_box = widgets.VBox()

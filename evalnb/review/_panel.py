@@ -75,6 +75,9 @@ def annotate(
 ) -> Annotator:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
 
+    The options shared with :func:`evalnb.explore` have its names and order: ``run``,
+    ``annotator``, then by name ``check`` and ``a``, ``b``; the panel's own follow.
+
     ``run`` is a Run (from :func:`evalnb.load`) or a run directory. ``where`` narrows
     the samples once: a :meth:`pandas.DataFrame.query` string over the samples columns
     (``"status != 'completed'"``), a function of the samples frame returning a boolean
@@ -107,7 +110,8 @@ def annotate(
 
 
 class Annotator(widgets.VBox):
-    """The panel :func:`annotate` returns (an ipywidgets ``VBox``).
+    """The panel :func:`annotate` returns (an ipywidgets ``VBox``); it takes the arguments
+    of :func:`annotate`.
 
     Its controls are attributes, so a script or a test can drive it like a person:
     ``pass_button``, ``fail_button``, ``needs_review_button``, ``reason``,
@@ -121,21 +125,8 @@ class Annotator(widgets.VBox):
     ``state`` is the :class:`~evalnb.review._state.ReviewState` it draws.
     """
 
-    def __init__(
-        self,
-        run: Run | str | os.PathLike[str],
-        annotator: str,
-        *,
-        where: Any = None,
-        check: str = ALL,
-        a: str | None = None,
-        b: str | None = None,
-        start: SampleKey | None = None,
-        advance: bool = True,
-    ):
-        self.state = ReviewState(
-            run, annotator, where=where, check=check, a=a, b=b, start=start, advance=advance
-        )
+    def __init__(self, run: Run | str | os.PathLike[str], annotator: str, **options: Any):
+        self.state = ReviewState(run, annotator, **options)
         self._listing = False
         self._rendering = False
         self._late_reason: str | None = None
