@@ -87,11 +87,7 @@ class VerdictStore:
         if run_id is None:  # a caller that has read the manifest already passes its run id
             run_id = str(read_manifest(self.run_dir).get("run_id") or self.run_dir.name)
         self.run_id = run_id
-        folder = self.run_dir / "verdicts"
-        if not folder.is_dir():
-            folder.mkdir(mode=0o700)
-            os.chmod(folder, 0o700)
-        self._writer = RunWriter(self.run_dir)
+        self._writer = _writer(self.run_dir)
         self._last = dt.datetime.min.replace(tzinfo=dt.UTC)
 
     def _now(self) -> dt.datetime:
@@ -132,6 +128,15 @@ class VerdictStore:
         }
         self._writer.write_verdicts(pa.Table.from_pylist([row], schema=VERDICTS_SCHEMA))
         return row
+
+
+def _writer(run_dir: Path) -> RunWriter:
+    """A writer of verdicts parts into ``run_dir``; its ``verdicts/`` made when missing."""
+    folder = run_dir / "verdicts"
+    if not folder.is_dir():
+        folder.mkdir(mode=0o700)
+        os.chmod(folder, 0o700)
+    return RunWriter(run_dir)
 
 
 def save_verdict(
@@ -352,7 +357,7 @@ def save_verdicts(
     saved = []
     for run_id, part in frame.groupby("run_id", sort=False):
         table = pa.Table.from_pandas(part, schema=VERDICTS_SCHEMA, preserve_index=False)
-        RunWriter(where[str(run_id)]).write_verdicts(table)
+        _writer(where[str(run_id)]).write_verdicts(table)
         saved.append(part)
     if isinstance(run, RunDirectories):
         run.forget("verdicts")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -192,6 +193,7 @@ def test_verdicts_given_elsewhere_are_saved_from_a_csv_in_one_part(
     )
     run = load(run_dir)
     assert run.verdicts.empty
+    shutil.rmtree(run_dir / "verdicts")  # a run copied without one (notebook 04's)
     saved = evalnb.save_verdicts(run, csv, annotator="ana")
     assert len(parts(run_dir)) == 1 and len(saved) == 3
     assert len(run.verdicts) == 3  # the Run reads them again
