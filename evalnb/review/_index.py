@@ -124,6 +124,8 @@ class SampleIndex:
         self._texts: pd.DataFrame | None = None
         self._search_texts: Texts | None = None
         self._lookup: tuple[pd.Index, int] | None = None
+        self._cell: np.ndarray | None = None
+        self._cell_counts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._stores: dict[str, VerdictStore] = {}
         self.load_verdicts()
 
@@ -367,27 +369,32 @@ class SampleIndex:
             judged = (self.verdict <= Outcome.PASS) & (outcome <= Outcome.PASS)
             keep &= judged & (self.verdict != outcome)
         if f.flaky or f.changed:
-            k, n = self._cells(outcome)
-            cell = self._cell_of()
+            k, n = self._cells(ALL if check is None else check)
             if f.flaky:
-                keep &= ((k > 0) & (k < n))[cell]
+                keep &= ((k > 0) & (k < n))[self._cell_of()]
             if f.changed:
                 keep &= self._changed(k, n, pair)[self.codes["case_id"]]
         return keep
 
     def _cell_of(self) -> np.ndarray:
-        variants = len(self.samples["variant"].cat.categories)
-        return np.asarray(self.codes["case_id"].astype(np.int64) * variants + self.codes["variant"])
+        """Each sample's (case, variant) cell, numbered case by case."""
+        if self._cell is None:
+            variants = len(self.samples["variant"].cat.categories)
+            cases = self.codes["case_id"].astype(np.int64)
+            self._cell = np.asarray(cases * variants + self.codes["variant"])
+        return self._cell
 
-    def _cells(self, outcome: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per (case, variant) cell: passes and scored samples of the check."""
-        size = len(self.samples["case_id"].cat.categories) * len(
-            self.samples["variant"].cat.categories
-        )
-        cell = self._cell_of()
-        k = np.bincount(cell[outcome == Outcome.PASS], minlength=size)
-        n = np.bincount(cell[outcome <= Outcome.PASS], minlength=size)
-        return k, n
+    def _cells(self, check: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per (case, variant) cell: passes and scored samples of ``check`` (kept)."""
+        if check not in self._cell_counts:
+            outcome, cell = self.outcome(check), self._cell_of()
+            size = len(self.samples["case_id"].cat.categories) * len(
+                self.samples["variant"].cat.categories
+            )
+            k = np.bincount(cell[outcome == Outcome.PASS], minlength=size)
+            n = np.bincount(cell[outcome <= Outcome.PASS], minlength=size)
+            self._cell_counts[check] = k, n
+        return self._cell_counts[check]
 
     def _changed(self, k: np.ndarray, n: np.ndarray, pair: tuple[str, str] | None) -> np.ndarray:
         """Per case: both variants of ``pair`` scored and their rates differ."""
