@@ -11,7 +11,7 @@ Clicks are made through the widgets themselves (no front end attached), so the f
 the panel's own work per click: what the kernel spends before the browser can redraw; a
 200-sample run is the baseline.
 
-    .venv/bin/python benchmarks/annotate.py [--rounds 5] [--before REV]
+    .venv/bin/python benchmarks/annotate.py [--rounds 5] [--before REV] [--repeats 500]
 """
 
 from __future__ import annotations
@@ -138,10 +138,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--before", default="5f09da2", help="git revision of the baseline")
+    parser.add_argument(
+        "--repeats", type=int, default=500, help="repeats per case and variant (1000: 200,000)"
+    )
     args = parser.parse_args()
+    big_n = f"{100 * 2 * args.repeats:,}"
     with tempfile.TemporaryDirectory() as tmp:
         big, small = Path(tmp) / "big", Path(tmp) / "small"
-        write_run(big, rows(100, 500), batch=5000)
+        write_run(big, rows(100, args.repeats), batch=5000)
         write_run(small, rows(4, 25), batch=5000)
         review_before(args.before, Path(tmp))
         built = builds(big, Path(tmp), args.rounds)
@@ -152,9 +156,9 @@ def main() -> None:
             little.next_button.click() if little.at + 1 < little.count else little.go(0)
 
         results = {
-            "next, 100,000 samples": timed(panel.next_button.click, 2000),
+            f"next, {big_n} samples": timed(panel.next_button.click, 2000),
             "next, 200 samples (baseline)": timed(next_small, 2000),
-            "previous, 100,000 samples": timed(panel.previous_button.click, 1000),
+            f"previous, {big_n} samples": timed(panel.previous_button.click, 1000),
             "verdict (Parquet part + fsync)": timed(panel.fail_button.click, 200),
         }
         panel.go(0)
@@ -162,8 +166,8 @@ def main() -> None:
         def flip() -> None:
             panel.failing_only.value = not panel.failing_only.value
 
-        results["filter change, 100,000 samples"] = timed(flip, 20)
-    print(f"\nbuilding the panel on 100,000 samples, {args.rounds} rounds (before = {args.before})")
+        results[f"filter change, {big_n} samples"] = timed(flip, 20)
+    print(f"\nbuilding the panel on {big_n} samples, {args.rounds} rounds (before = {args.before})")
     print("| version | annotate(run), median | best | evalnb.load, median |")
     print("|---|---|---|---|")
     for version, values in built.items():

@@ -9,7 +9,7 @@ opening). Then the clicks, through the widget's own message handler (no front en
 kernel's work per click), and the size of the synced state (the JSON of the widget's traits)
 after each one. Rounds are reported as medians.
 
-    .venv/bin/python benchmarks/explore.py [--rounds 3]
+    .venv/bin/python benchmarks/explore.py [--rounds 3] [--repeats 50]
 """
 
 from __future__ import annotations
@@ -109,10 +109,13 @@ def rows(cases: int, repeats: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--repeats", type=int, default=50, help="repeats per case and variant (100: 200,000)"
+    )
     args = parser.parse_args()
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
-        big = write_run(Path(tmp) / "big", rows(1000, 50), batch=5000)
+        big = write_run(Path(tmp) / "big", rows(1000, args.repeats), batch=5000)
         results = []
         for _ in range(args.rounds):
             # A fresh copy of the verdicts each round: every round starts with none.

@@ -64,6 +64,8 @@ from .runner import arun as arun
 from .runner import ascore as ascore
 from .runner import run as run
 from .runner import score as score
+from .store import save_verdicts as save_verdicts
+from .store import verdicts as verdicts
 from .targets import Command as Command
 from .targets import Function as Function
 from .targets import OpenAIChat as OpenAIChat

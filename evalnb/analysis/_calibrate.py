@@ -37,7 +37,7 @@ from evalnb.analysis._exact import MAX_EXACT, sign_flip_p
 from evalnb.analysis._frames import KEY, Run, load
 from evalnb.analysis._rates import proportion_interval
 from evalnb.analysis._tally import Outcome, case_field, check_outcomes, sample_positions
-from evalnb.store._verdicts import VERDICTS, latest_verdicts
+from evalnb.store import VERDICTS, latest_verdicts
 
 __all__ = ["Calibration", "calibrate"]
 

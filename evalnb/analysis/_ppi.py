@@ -43,8 +43,7 @@ from evalnb.analysis._tally import (
     require_cases,
     sample_positions,
 )
-from evalnb.store import SAMPLES_SCHEMA
-from evalnb.store._verdicts import VERDICTS, latest_verdicts
+from evalnb.store import SAMPLES_SCHEMA, VERDICTS, latest_verdicts
 
 __all__ = ["ppi_compare", "ppi_rate"]
 

@@ -37,8 +37,7 @@ import pandas as pd
 from evalnb._exceptions import ArgumentError, StoreError
 from evalnb.analysis._args import choice, names
 from evalnb.analysis._frames import KEY, VERDICTS, Run
-from evalnb.store import SAMPLES_SCHEMA
-from evalnb.store._verdicts import UNREVIEWED
+from evalnb.store import SAMPLES_SCHEMA, UNREVIEWED
 
 ALL = "all"
 VERDICT = "verdict"

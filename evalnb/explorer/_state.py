@@ -18,12 +18,11 @@ import os
 import threading
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from evalnb._exceptions import ArgumentError, EvalnbError
 from evalnb.analysis import compare, costs, rates, suite_rate
@@ -31,29 +30,20 @@ from evalnb.analysis._display import cautions_as_warnings
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._sequence import is_sequential
 from evalnb.analysis._story import story
-from evalnb.analysis._tally import (
-    ALL,
-    Outcome,
-    check_outcome,
-    check_outcomes,
-    sample_positions,
-)
+from evalnb.analysis._tally import ALL, Outcome, sample_positions
 from evalnb.explorer._diff import word_diff
 from evalnb.explorer._grid import CELL_FIELDS, Grid, build_grid, sort_grid
-from evalnb.explorer._search import SearchError, Texts, search
-from evalnb.review._queue import SampleKey
-from evalnb.store import KEY, VERDICTS
-from evalnb.store._verdicts import VerdictStore, latest_verdicts
+from evalnb.review import SampleFilters, SampleIndex, SampleKey, SearchError
+from evalnb.store import KEY
 
-__all__ = ["TEXT_CHARS", "ExploreState", "GridFilters", "SampleFilters"]
+__all__ = ["LIST_FILTERS", "TEXT_CHARS", "ExploreState", "GridFilters"]
 
 #: Model text longer than this is clipped in the widget (the selection holds it whole).
 TEXT_CHARS = 20_000
-_NONE = -1
 _SEARCHES_KEPT = 8
-_OUTCOME_WORDS = {Outcome.FAIL: "fail", Outcome.PASS: "pass", Outcome.UNSCORED: "unscored"}
 _LIGHT = ["status", "latency_ms", "prompt_tokens", "completion_tokens", "model"]
-_TEXT = ["prompt", "answer", "error", "requested", "executed"]
+#: The sample filters a list takes (its variant and case come from the cell opened).
+LIST_FILTERS = tuple(f.name for f in fields(SampleFilters) if f.name not in ("variant", "case"))
 
 
 @dataclass(frozen=True)
@@ -67,23 +57,6 @@ class GridFilters:
     different: bool = False
 
 
-@dataclass(frozen=True)
-class SampleFilters:
-    """Which samples a list keeps (all of them must hold). ``failing``: the check fails;
-    ``incomplete``: the sample did not complete; ``flaky``: its cell's draws disagree;
-    ``changed``: its case's rate differs between the two chosen variants; ``reviewed`` /
-    ``unreviewed``: a human verdict exists or not; ``disagree``: the verdict differs from
-    the check (pass against fail, or fail against pass)."""
-
-    failing: bool = False
-    incomplete: bool = False
-    flaky: bool = False
-    changed: bool = False
-    reviewed: bool = False
-    unreviewed: bool = False
-    disagree: bool = False
-
-
 class ExploreState:
     """What :func:`~evalnb.explorer.explore` shows of ``run``; its arguments are those of
     :func:`~evalnb.explorer.explore`."""
@@ -91,11 +64,11 @@ class ExploreState:
     def __init__(
         self,
         run: Run | str | os.PathLike[str],
+        annotator: str | None = None,
         *,
         check: str = ALL,
         a: str | None = None,
         b: str | None = None,
-        annotator: str | None = None,
         prices: Mapping[str, tuple[float, float]] | str | os.PathLike[str] | None = None,
         level: float = 0.95,
         page_size: int = 25,
@@ -113,27 +86,19 @@ class ExploreState:
         self.level = level
         self.page_size = page_size
         self.sample_page_size = sample_page_size
-        self._samples = self.run.table("samples", _LIGHT)
+        #: The samples, their outcomes and verdicts, the filters and the search: the same
+        #: index the review panel stands on.
+        self.index = SampleIndex(self.run, _LIGHT, annotator=self.annotator)
+        self._samples = self.index.samples
         present = set(self._samples["variant"].astype(str).unique())
         self.variants = [v for v in self.run.variants if v in present] or sorted(present)
         checks = self.run.table("checks", ["check"])["check"]
         self.checks = [ALL, *(str(c) for c in checks.cat.categories)]
         self.pair = _pair(self.variants, a, b)
         self._cases = self.run.cases.drop_duplicates("case_id", ignore_index=True)
-        self._codes = {
-            c: self._samples[c].cat.codes.to_numpy() for c in ("run_id", "case_id", "variant")
-        }
-        self._repeat = self._samples["repeat"].to_numpy()
+        self._repeat = self.index.repeat
         self._cost = _costs(self.run, self._samples, prices)
-        self._texts: pd.DataFrame | None = None
-        self._all_checks: pd.DataFrame | None = None
-        self._search_texts: Texts | None = None
-        self._check_arrays: tuple[np.ndarray, ...] | None = None
         self._searches: dict[tuple[str, bool], np.ndarray | str] = {}
-        self._stores: dict[str, VerdictStore] = {}
-        # Held while the run's text columns, check rows or search index are built, by
-        # whichever comes first: a click, or :meth:`warm` on a worker thread.
-        self._building = threading.RLock()
         self._tallying = threading.Lock()
         self._tallied: dict[str, tuple[np.ndarray, pd.DataFrame]] = {}
         self.grid_filters = GridFilters()
@@ -148,7 +113,6 @@ class ExploreState:
         self._listed = np.zeros(0, dtype=np.int64)
         self.message = ""
         self.cautions: list[str] = []
-        self._load_verdicts()
         self.set_check(check)
 
     # -- the overview ---------------------------------------------------------------------
@@ -169,7 +133,7 @@ class ExploreState:
         :meth:`warm` tallies them all while the overview shows."""
         with self._tallying:
             if check not in self._tallied:
-                outcome = check_outcomes(self.run, check)[0]
+                outcome = self.index.outcome(check)
                 with warnings.catch_warnings():
                     # the run's cases without a check are the notebook's rates() caution
                     warnings.simplefilter("ignore")
@@ -196,7 +160,6 @@ class ExploreState:
         )
         self.suite = self._suite()
         self.story, self.note = self._story()
-        self._cell_flaky = self._per_sample_cell_flaky()
         self.grid_at = 0
         self._relist()
 
@@ -321,12 +284,13 @@ class ExploreState:
 
     def _relist(self) -> None:
         self.message = ""
-        mask = self._filter_mask()
+        index = self.index
+        mask = index.mask(self.sample_filters, self.check, self.pair)
         if self.mode == "cell":
-            mask &= self._is_case(self.focus["case_id"])
-            mask &= self._codes["variant"] == self._variant_code(self.focus["variant"])
+            mask &= index.codes["case_id"] == index.code("case_id", self.focus["case_id"])
+            mask &= index.codes["variant"] == index.code("variant", self.focus["variant"])
         elif self.mode == "side":
-            mask &= self._is_case(self.focus["case_id"])
+            mask &= index.codes["case_id"] == index.code("case_id", self.focus["case_id"])
         elif self.mode == "search":
             found = self._searched(self.focus["query"], self.focus["regex"])
             if isinstance(found, str):
@@ -336,66 +300,7 @@ class ExploreState:
                 mask &= found
         else:
             mask[:] = False
-        found = np.flatnonzero(mask)
-        order = np.lexsort(
-            (
-                self._codes["variant"][found],
-                self._repeat[found],
-                self._codes["case_id"][found],
-                self._codes["run_id"][found],
-            )
-        )
-        self._listed = found[order]
-
-    def _filter_mask(self) -> np.ndarray:
-        f, size = self.sample_filters, len(self._samples)
-        keep = np.ones(size, dtype=bool)
-        verdict = self._verdict
-        if f.failing:
-            keep &= self._outcome == Outcome.FAIL
-        if f.incomplete:
-            keep &= (self._samples["status"] != "completed").to_numpy()
-        if f.flaky:
-            keep &= self._cell_flaky
-        if f.changed:
-            moved = self.grid.frame.loc[self.grid.frame["diff"].fillna(0) != 0, "case_id"]
-            keep &= self._samples["case_id"].isin(set(moved)).to_numpy()
-        if f.reviewed:
-            keep &= verdict != _NONE
-        if f.unreviewed:
-            keep &= verdict == _NONE
-        if f.disagree:
-            human_pass, human_fail = verdict == 0, verdict == 1
-            keep &= (human_pass & (self._outcome == Outcome.FAIL)) | (
-                human_fail & (self._outcome == Outcome.PASS)
-            )
-        return keep
-
-    def _is_case(self, case_id: str) -> np.ndarray:
-        categories = self._samples["case_id"].cat.categories
-        if case_id not in categories:
-            raise ArgumentError(f"'case_id' must be a case of the run; got {case_id!r}")
-        return np.asarray(self._codes["case_id"] == categories.get_loc(case_id))
-
-    def _variant_code(self, variant: str) -> int:
-        categories = self._samples["variant"].cat.categories
-        if variant not in categories:
-            options = ", ".join(repr(v) for v in self.variants)
-            raise ArgumentError(f"'variant' must be one of {options}; got {variant!r}")
-        return int(categories.get_loc(variant))
-
-    def _per_sample_cell_flaky(self) -> np.ndarray:
-        frame = self.grid.frame.set_index("case_id")
-        flaky = np.zeros(len(self._samples), dtype=bool)
-        case_names = self._samples["case_id"].cat.categories.astype(str)
-        variant_names = self._samples["variant"].cat.categories.astype(str)
-        for v_code, variant in enumerate(variant_names):
-            if f"flaky:{variant}" not in frame.columns:
-                continue
-            per_case = frame[f"flaky:{variant}"].reindex(case_names).fillna(False).to_numpy(bool)
-            at = self._codes["variant"] == v_code
-            flaky[at] = per_case[self._codes["case_id"][at]]
-        return flaky
+        self._listed = index.order(np.flatnonzero(mask), ("run_id", "case_id", "repeat", "variant"))
 
     @property
     def listed(self) -> int:
@@ -438,7 +343,7 @@ class ExploreState:
                     cells.append(None)
                     continue
                 view = self.sample_view(p)
-                answer = _text(self._text_frame()["answer"].iat[p])[:TEXT_CHARS]
+                answer = _text(self.index.texts()["answer"].iat[p])[:TEXT_CHARS]
                 if base is None:
                     base = answer
                 else:
@@ -457,10 +362,12 @@ class ExploreState:
 
     def sample_view(self, position: int) -> dict[str, Any]:
         """One sample as the widget shows it (JSON values; long text clipped)."""
-        s, t = self._samples, self._text_frame()
+        s, t = self._samples, self.index.texts()
         answer, prompt = _text(t["answer"].iat[position]), _text(t["prompt"].iat[position])
-        checks = self._checks_of(position)
-        code = int(self._verdict[position])
+        checks = [
+            [name, Outcome(outcome).label, _text(detail)[:TEXT_CHARS]]
+            for name, outcome, detail in self.index.checks_of(position)
+        ]
         cost = self._cost[position] if self._cost is not None else math.nan
         return {
             "position": position,
@@ -478,12 +385,12 @@ class ExploreState:
             "prompt_tokens": _plain(s["prompt_tokens"].iat[position]),
             "completion_tokens": _plain(s["completion_tokens"].iat[position]),
             "cost": _plain(cost),
-            "outcome": _OUTCOME_WORDS.get(Outcome(self._outcome[position]), "none"),
+            "outcome": Outcome(self._outcome[position]).label,
             "checks": checks,
             "requested": _actions(t["requested"].iat[position], ran=False),
             "executed": _actions(t["executed"].iat[position], ran=True),
-            "verdict": "" if code == _NONE else VERDICTS[code],
-            "verdict_by": self._verdict_by.get(position, ""),
+            "verdict": self.index.verdict_of(position) or "",
+            "verdict_by": self.index.verdict_by(position),
         }
 
     def warm(self) -> None:
@@ -491,55 +398,9 @@ class ExploreState:
         too), then tally every check, so the first list of samples, the first search and a
         change of check do not wait for them; the widget calls this on a worker thread once
         the overview shows."""
-        texts = self._search_index()
-        for name in ("prompt", "answer", "detail"):
-            with self._building:
-                texts.lower(name)
+        self.index.warm()
         for check in self.checks:  # then every check's tally, for a change of check
             self._tally(check)
-
-    def _text_frame(self) -> pd.DataFrame:
-        with self._building:
-            if self._texts is None:
-                self._texts = self.run.table("samples", _TEXT)
-            return self._texts
-
-    def _checks_frame(self) -> pd.DataFrame:
-        with self._building:
-            if self._all_checks is None:
-                rows = check_outcomes(self.run, ALL)[1]
-                self._all_checks = rows.sort_values("position", kind="stable")
-            return self._all_checks
-
-    def _search_index(self) -> Texts:
-        with self._building:
-            if self._search_texts is None:
-                t, rows = self._text_frame(), self._checks_frame()
-                self._search_texts = Texts(
-                    prompt=_arrow(t["prompt"]),
-                    answer=_arrow(t["answer"]),
-                    detail=_arrow(rows["detail"]),
-                    detail_sample=rows["position"].to_numpy(),
-                    samples=len(self._samples),
-                )
-            return self._search_texts
-
-    def _checks_of(self, position: int) -> list[list[Any]]:
-        if self._check_arrays is None:
-            rows = self._checks_frame()
-            names = np.asarray(rows["check"].cat.categories.astype(str), dtype=object)
-            self._check_arrays = (
-                rows["position"].to_numpy(),
-                names[rows["check"].cat.codes.to_numpy()],
-                check_outcome(rows["outcome"]),
-                rows["detail"].to_numpy(dtype=object),
-            )
-        at, names, outcomes, details = self._check_arrays
-        start, end = np.searchsorted(at, position, "left"), np.searchsorted(at, position, "right")
-        return [
-            [names[i], _OUTCOME_WORDS[Outcome(outcomes[i])], _text(details[i])[:TEXT_CHARS]]
-            for i in range(start, end)
-        ]
 
     def _searched(self, query: str, use_regex: bool) -> np.ndarray | str:
         """The mask of samples ``query`` finds, or the one-line reason it found none;
@@ -547,10 +408,8 @@ class ExploreState:
         key = (query, use_regex)
         found = self._searches.pop(key, None)
         if found is None:
-            texts = self._search_index()
             try:
-                with self._building:  # the lower-cased fields may still be in the making
-                    found = search(texts, query, use_regex=use_regex)
+                found = self.index.search(query, use_regex=use_regex)
             except SearchError as exc:
                 found = str(exc)
         self._searches[key] = found
@@ -565,56 +424,29 @@ class ExploreState:
         counts, ``outcome`` (the chosen check: ``pass``, ``fail``, ``unscored``, ``none``)
         and ``verdict`` (the latest human verdict, ``""`` when none)."""
         at = self._listed
-        s, t = self._samples.iloc[at], self._text_frame().iloc[at]
+        s, t = self._samples.iloc[at], self.index.texts().iloc[at]
         frame = pd.DataFrame({c: s[c].astype(object).to_numpy() for c in KEY})
         frame["repeat"] = frame["repeat"].astype(int)
         for column in ("status", "latency_ms", "prompt_tokens", "completion_tokens"):
             frame[column] = s[column].to_numpy()
         for column in ("prompt", "answer", "error"):
             frame[column] = t[column].to_numpy()
-        frame["outcome"] = [
-            _OUTCOME_WORDS.get(Outcome(o), "none") for o in self._outcome[at].tolist()
-        ]
-        frame["verdict"] = ["" if v == _NONE else VERDICTS[v] for v in self._verdict[at].tolist()]
+        frame["outcome"] = [Outcome(o).label for o in self._outcome[at].tolist()]
+        frame["verdict"] = [self.index.verdict_of(p) or "" for p in at.tolist()]
         return frame
 
     # -- verdicts -------------------------------------------------------------------------
 
-    def _load_verdicts(self) -> None:
-        """The latest human verdict per sample (this annotator's, or anyone's)."""
-        self._verdict = np.full(len(self._samples), _NONE, dtype=np.int8)
-        self._verdict_by: dict[int, str] = {}
-        latest = latest_verdicts(list(self.run.paths.values()), annotator=self.annotator)
-        if latest.empty:
-            return
-        latest = latest.sort_values("created_at", kind="stable").drop_duplicates(KEY, keep="last")
-        for column in ("run_id", "case_id", "variant"):
-            latest[column] = pd.Categorical(
-                latest[column], categories=self._samples[column].cat.categories
-            )
-        at = sample_positions(self._samples, latest)
-        found = at >= 0
-        codes = latest["verdict"].map({v: i for i, v in enumerate(VERDICTS)}).to_numpy()
-        self._verdict[at[found]] = codes[found]
-        self._verdict_by.update(
-            zip(at[found].tolist(), latest["annotator"].astype(str)[found], strict=True)
-        )
-
     def _verdict_counts(self) -> pd.DataFrame:
-        cases = len(self._samples["case_id"].cat.categories)
-        variants = len(self._samples["variant"].cat.categories)
-        cell = self._codes["case_id"].astype(np.int64) * variants + self._codes["variant"]
+        cases = self._samples["case_id"].cat.categories.astype(str)
+        variants = self._samples["variant"].cat.categories.astype(str)
+        codes, verdict = self.index.codes, self.index.verdict
+        cell = codes["case_id"].astype(np.int64) * len(variants) + codes["variant"]
         counts = {
-            name: np.bincount(cell[self._verdict == code], minlength=cases * variants)
-            for name, code in (("human_pass", 0), ("human_fail", 1))
+            name: np.bincount(cell[verdict == code], minlength=len(cases) * len(variants))
+            for name, code in (("human_pass", Outcome.PASS), ("human_fail", Outcome.FAIL))
         }
-        index = pd.MultiIndex.from_product(
-            [
-                self._samples["case_id"].cat.categories.astype(str),
-                self._samples["variant"].cat.categories.astype(str),
-            ],
-            names=["case_id", "variant"],
-        )
+        index = pd.MultiIndex.from_product([cases, variants], names=["case_id", "variant"])
         return pd.DataFrame(counts, index=index).reset_index()
 
     def record(self, position: int, verdict: str, reason: str = "") -> dict[str, Any]:
@@ -624,25 +456,8 @@ class ExploreState:
             raise ArgumentError(
                 "'annotator' is needed to record a verdict: explore(run, annotator='your name')"
             )
-        s = self._samples
-        if not 0 <= position < len(s):
-            raise ArgumentError(
-                f"'position' must be a sample position of the run; got {position!r}"
-            )
-        run_id = str(s["run_id"].iat[position])
-        store = self._stores.get(run_id)
-        if store is None:
-            store = VerdictStore(self.run.paths[run_id], run_id=run_id)
-            self._stores[run_id] = store
-        store.save(
-            str(s["case_id"].iat[position]),
-            str(s["variant"].iat[position]),
-            int(s["repeat"].iat[position]),
-            annotator=self.annotator,
-            verdict=verdict,
-            reason=reason,
-        )
-        self.heard(self.key(position), verdict)
+        self.index.save(position, verdict, reason)
+        self._show_verdicts()
         return self.sample_view(position)
 
     def heard(self, key: SampleKey | None = None, verdict: str | None = None) -> None:
@@ -650,14 +465,16 @@ class ExploreState:
         panel; ``unreviewed`` takes one back): show it. Without ``key``, every verdict is
         read again from the run."""
         self.run.forget("verdicts")
-        if key is None:
-            self._load_verdicts()
+        if key is None or verdict is None:
+            self.index.load_verdicts()
         else:
-            position = self._position(key)
+            position = self.index.position(key)
             if position >= 0:
-                code = VERDICTS.index(verdict) if verdict in VERDICTS else _NONE
-                self._verdict[position] = code
-                self._verdict_by[position] = self.annotator or ""
+                self.index.note(position, verdict, by=self.annotator or "")
+        self._show_verdicts()
+
+    def _show_verdicts(self) -> None:
+        """The grid's human counts and the list, after a verdict came or went."""
         counts = self._verdict_counts().set_index(["case_id", "variant"])
         frame = self.grid.frame
         for variant in self.variants:
@@ -666,26 +483,16 @@ class ExploreState:
                 frame[f"{name}:{variant}"] = per_case.fillna(0).astype(int).to_numpy()
         self._relist()
 
-    def _position(self, key: SampleKey) -> int:
-        one = pd.DataFrame([{column: key[column] for column in KEY}])  # type: ignore[literal-required]
-        for column in ("run_id", "case_id", "variant"):
-            one[column] = pd.Categorical(
-                one[column], categories=self._samples[column].cat.categories
-            )
-        return int(sample_positions(self._samples, one)[0])
-
     def key(self, position: int) -> SampleKey:
         """The sample key at ``position``."""
-        s = self._samples
-        return {
-            "run_id": str(s["run_id"].iat[position]),
-            "case_id": str(s["case_id"].iat[position]),
-            "variant": str(s["variant"].iat[position]),
-            "repeat": int(s["repeat"].iat[position]),
-        }
+        return self.index.key(position)
 
     def with_filters(self, **changes: Any) -> SampleFilters:
-        """The sample filters with ``changes``."""
+        """The sample filters with ``changes`` (names of :data:`LIST_FILTERS`)."""
+        unknown = sorted(set(changes) - set(LIST_FILTERS))
+        if unknown:
+            options = ", ".join(repr(f) for f in LIST_FILTERS)
+            raise ArgumentError(f"sample filters must be among {options}; got {unknown!r}")
         return replace(self.sample_filters, **changes)
 
 
@@ -725,10 +532,6 @@ def _actions(actions: Any, *, ran: bool) -> list[str]:
             call += " → error" if action.get("error") else " → ok"
         out.append(call[:2000])
     return out
-
-
-def _arrow(column: pd.Series) -> pa.Array:
-    return pa.array(column.astype(object).to_numpy(), type=pa.large_string(), from_pandas=True)
 
 
 def _text(value: Any) -> str:

@@ -26,24 +26,23 @@ import traitlets
 from evalnb._exceptions import ArgumentError, EvalnbError
 from evalnb.analysis._frames import Run
 from evalnb.analysis._tally import ALL
-from evalnb.explorer._state import ExploreState, GridFilters, SampleFilters
-from evalnb.review import Annotator
-from evalnb.review._queue import SampleKey
+from evalnb.explorer._state import LIST_FILTERS, ExploreState, GridFilters
+from evalnb.review import Annotator, SampleKey
 
 __all__ = ["Explorer", "explore"]
 
 _HERE = Path(__file__).parent
 _GRID_FILTERS = ("tag", "split", "group", "different")
-_SAMPLE_FILTERS = tuple(SampleFilters.__dataclass_fields__)
+_SAMPLE_FILTERS = LIST_FILTERS
 
 
 def explore(
     run: Run | str | os.PathLike[str],
+    annotator: str | None = None,
     *,
     check: str = ALL,
     a: str | None = None,
     b: str | None = None,
-    annotator: str | None = None,
     prices: Mapping[str, tuple[float, float]] | str | os.PathLike[str] | None = None,
     level: float = 0.95,
     page_size: int = 25,
@@ -71,16 +70,21 @@ def explore(
     The kernel keeps the run; the page holds one page of cases (``page_size``) and one of
     samples (``sample_page_size``).
 
+    The options shared with :func:`evalnb.annotate` have its names and order: ``run``,
+    ``annotator`` (here optional), then by name ``check`` and ``a``, ``b``; the explorer's
+    own follow. The samples, their outcomes, verdicts, filters and search are the same
+    :class:`~evalnb.review.SampleIndex` the review panel reads.
+
     >>> explorer = evalnb.explore(run, a="v1", b="v2")                 # doctest: +SKIP
     >>> explorer                                                        # doctest: +SKIP
     >>> explorer.selection                                              # doctest: +SKIP
     """
     return Explorer(
         run,
+        annotator,
         check=check,
         a=a,
         b=b,
-        annotator=annotator,
         prices=prices,
         level=level,
         page_size=page_size,
@@ -105,14 +109,16 @@ class Explorer(widgets.VBox):
     """What :func:`explore` returns (an ipywidgets ``VBox``): the page (``view``, an
     anywidget) and, below it, the review panel when one is open (``panel``).
 
-    A script or a test drives it as a person would: :meth:`open_cell`,
-    :meth:`side_by_side`, :meth:`search`, :meth:`set_filters`, :meth:`sort_by`,
-    :meth:`record`, :meth:`review`; ``state`` is the
+    It takes the arguments of :func:`explore`. A script or a test drives it as a person
+    would: :meth:`open_cell`, :meth:`side_by_side`, :meth:`search`, :meth:`set_filters`,
+    :meth:`sort_by`, :meth:`record`, :meth:`review`; ``state`` is the
     :class:`~evalnb.explorer.ExploreState` it draws.
     """
 
-    def __init__(self, run: Run | str | os.PathLike[str], **options: Any):
-        self.state = ExploreState(run, **options)
+    def __init__(
+        self, run: Run | str | os.PathLike[str], annotator: str | None = None, **options: Any
+    ):
+        self.state = ExploreState(run, annotator, **options)
         self.view = ExplorerView()
         self.panel: Annotator | None = None
         self._panel_box = widgets.VBox()
@@ -205,12 +211,13 @@ class Explorer(widgets.VBox):
 
     def review(self, position: int) -> Annotator:
         """Open the review panel below, at the sample at ``position``."""
-        if self.state.annotator is None:
+        state, annotator = self.state, self.state.annotator
+        if annotator is None:
             raise ArgumentError(
                 "'annotator' is needed to review: explore(run, annotator='your name')"
             )
         panel = Annotator(
-            self.state.run, self.state.annotator, advance=False, start=self.state.key(position)
+            state.run, annotator, check=state.check, start=state.key(position), advance=False
         )
         panel.state.on_save.append(self._heard)
         self.panel = panel

@@ -4,11 +4,25 @@
 :class:`ReviewState` (:mod:`evalnb.review._state`), which keeps the queue of samples, the
 filters, the place, the reason being typed and the verdicts saved, and which a script
 or a test can drive with no widget at all. :mod:`evalnb.review._render` writes the HTML.
+
+Under it, and under the explorer, is one :class:`SampleIndex` (:mod:`evalnb.review._index`):
+a run's samples with their key codes, the outcome of each check, an annotator's latest
+verdicts, the filters (:class:`SampleFilters`) and the word search.
 """
 
 from __future__ import annotations
 
+from evalnb.review._index import SampleFilters, SampleIndex, SampleKey
 from evalnb.review._panel import Annotator, annotate
-from evalnb.review._state import Filters, ReviewState
+from evalnb.review._search import SearchError
+from evalnb.review._state import ReviewState
 
-__all__ = ["Annotator", "Filters", "ReviewState", "annotate"]
+__all__ = [
+    "Annotator",
+    "ReviewState",
+    "SampleFilters",
+    "SampleIndex",
+    "SampleKey",
+    "SearchError",
+    "annotate",
+]

@@ -22,10 +22,11 @@ from typing import Any
 import ipywidgets as widgets
 
 from evalnb.analysis._frames import Run
+from evalnb.analysis._tally import ALL
 from evalnb.review import _render as render
+from evalnb.review._index import SampleFilters, SampleKey
 from evalnb.review._keys import KeyCapture
-from evalnb.review._queue import SampleKey
-from evalnb.review._state import LIST_SORTS, Filters, ReviewState
+from evalnb.review._state import LIST_SORTS, ReviewState
 
 __all__ = ["KEYS", "Annotator", "annotate"]
 
@@ -64,24 +65,28 @@ _HINT = "keys: " + " · ".join(f"{k} {label}" for k, label in KEYS.items()) + " 
 def annotate(
     run: Run | str | os.PathLike[str],
     annotator: str,
-    where: Any = None,
     *,
-    check: str | None = None,
-    advance: bool = True,
-    compare: tuple[str, str] | None = None,
+    where: Any = None,
+    check: str = ALL,
+    a: str | None = None,
+    b: str | None = None,
     start: SampleKey | None = None,
+    advance: bool = True,
 ) -> Annotator:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
+
+    The options shared with :func:`evalnb.explore` have its names and order: ``run``,
+    ``annotator``, then by name ``check`` and ``a``, ``b``; the panel's own follow.
 
     ``run`` is a Run (from :func:`evalnb.load`) or a run directory. ``where`` narrows
     the samples once: a :meth:`pandas.DataFrame.query` string over the samples columns
     (``"status != 'completed'"``), a function of the samples frame returning a boolean
     mask, a boolean Series over ``run.samples``, or a frame of sample keys (such as
     ``calibrate(...).disagreements``). ``check`` is the check (name, type or ``"all"``,
-    the default) that the "verdict ≠ check" filter compares verdicts with. A verdict
+    the default) that the "failing" and "verdict ≠ check" filters read. A verdict
     also moves to the next sample (``advance=False``, or the panel's checkbox, stays).
 
-    ``compare=("v1", "v2")`` reviews a comparison: only those two variants' samples, in
+    ``a="v1", b="v2"`` reviews a comparison: only those two variants' samples, in
     the order case, repeat, ``v1`` then ``v2``, each shown beside the other variant's
     sample of the same case and repeat (``v1`` on the left) with both answers and checks;
     a verdict is for the outlined one. ``start`` (a sample key: ``run_id``, ``case_id``,
@@ -100,12 +105,13 @@ def annotate(
     >>> panel                                                          # doctest: +SKIP
     """
     return Annotator(
-        run, annotator, where=where, check=check, advance=advance, compare=compare, start=start
+        run, annotator, where=where, check=check, a=a, b=b, start=start, advance=advance
     )
 
 
 class Annotator(widgets.VBox):
-    """The panel :func:`annotate` returns (an ipywidgets ``VBox``).
+    """The panel :func:`annotate` returns (an ipywidgets ``VBox``); it takes the arguments
+    of :func:`annotate`.
 
     Its controls are attributes, so a script or a test can drive it like a person:
     ``pass_button``, ``fail_button``, ``needs_review_button``, ``reason``,
@@ -119,26 +125,8 @@ class Annotator(widgets.VBox):
     ``state`` is the :class:`~evalnb.review._state.ReviewState` it draws.
     """
 
-    def __init__(
-        self,
-        run: Run | str | os.PathLike[str],
-        annotator: str,
-        *,
-        where: Any = None,
-        check: str | None = None,
-        advance: bool = True,
-        compare: tuple[str, str] | None = None,
-        start: SampleKey | None = None,
-    ):
-        self.state = ReviewState(
-            run,
-            annotator,
-            where=where,
-            check=check,
-            advance=advance,
-            compare=compare,
-            start=start,
-        )
+    def __init__(self, run: Run | str | os.PathLike[str], annotator: str, **options: Any):
+        self.state = ReviewState(run, annotator, **options)
         self._listing = False
         self._rendering = False
         self._late_reason: str | None = None
@@ -291,12 +279,12 @@ class Annotator(widgets.VBox):
 
     def _on_filter(self, _change: Any) -> None:
         self.state.select(
-            Filters(
+            SampleFilters(
                 variant=self.variant_filter.value,
                 case=self.case_filter.value,
                 failing=self.failing_only.value,
                 unreviewed=self.unreviewed_only.value,
-                disagreements=self.disagreements_only.value,
+                disagree=self.disagreements_only.value,
             )
         )
         self._render()
@@ -384,11 +372,11 @@ class Annotator(widgets.VBox):
         shown = state.shown
         if shown is None:
             return
-        if state.compare is None:
+        if state.pair is None:
             self.body.value = render.body(shown)
         else:
             self.body.value = render.side_by_side(
-                shown, state.partner, state.compare, (state.verdict, state.partner_verdict())
+                shown, state.partner, state.pair, (state.verdict, state.partner_verdict())
             )
 
     def _render_list(self) -> None:
@@ -445,7 +433,7 @@ class Annotator(widgets.VBox):
         )
         self.undo_button.disabled = not state.can_undo
         self._render_unsaved()
-        if state.compare is not None:
+        if state.pair is not None:
             self._render_body()
 
     # -- widgets, built once --------------------------------------------------------------

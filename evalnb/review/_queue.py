@@ -8,30 +8,22 @@ then only select among the queued samples.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from evalnb._exceptions import ArgumentError
-from evalnb.analysis._frames import Run
-from evalnb.analysis._tally import Outcome, check_outcomes
-from evalnb.store import KEY, SAMPLES_SCHEMA
+from evalnb.analysis._tally import Outcome
+from evalnb.review._index import SampleIndex, SampleKey
+from evalnb.store import SAMPLES_SCHEMA
 
-__all__ = ["Queue", "SampleKey", "SampleView"]
+__all__ = ["QUEUE_COLUMNS", "Queue", "SampleView", "where_columns"]
 
-_SHOWN = ["status", "error", "prompt", "answer", "requested", "executed"]
+#: The samples columns a review reads of each sample, besides its key.
+QUEUE_COLUMNS = ["status", "error", "prompt", "answer", "requested", "executed"]
 # Big text columns nobody filters on; `where=` strings see every other samples column.
 _HEAVY = {"request", "response", "stdout", "stderr", "trace", "tool_calls"}
-
-
-class SampleKey(TypedDict):
-    """Which sample: the key columns of the samples table."""
-
-    run_id: str
-    case_id: str
-    variant: str
-    repeat: int
 
 
 @dataclass(frozen=True)
@@ -51,101 +43,47 @@ class SampleView:
 
 
 class Queue:
-    """The samples of ``run`` that ``where`` keeps, sorted by run, case, variant, repeat.
+    """The samples of ``index`` that ``where`` keeps, sorted by run, case, variant, repeat.
 
-    ``positions[i]`` is where the i-th queued sample sits in ``samples`` (one read of
-    ``run.table("samples")``, so also in the Run's own table). Aligned with it:
-    ``case_codes`` and ``variant_codes`` (category codes), ``failing`` (a check of the
-    sample fails), ``check_fails`` / ``check_passes`` (what ``check`` says of it), and
-    ``outcome`` (the sample's ``all`` as an :class:`~evalnb.analysis._tally.Outcome` code:
-    FAIL, PASS, UNSCORED, or ABSENT without a check).
+    ``positions[i]`` is where the i-th queued sample sits in ``index.samples``; the
+    outcomes, verdicts and filters are the index's, read at these positions.
 
     With ``pair=(a, b)`` only the samples of variants ``a`` and ``b`` are queued, sorted
     by run, case, repeat and then ``a`` before ``b``, so that the two samples of one case
     and repeat are neighbours; :meth:`partner` finds the other one.
     """
 
-    def __init__(
-        self, run: Run, where: Any, check: str | None, pair: tuple[str, str] | None = None
-    ):
-        self.run = run
+    def __init__(self, index: SampleIndex, where: Any, pair: tuple[str, str] | None = None):
+        self.index = index
         self.pair = pair
-        wanted = list(_SHOWN)
-        if isinstance(where, str) or callable(where):
-            wanted += [c for c in _where_columns() if c not in wanted]
-        # One read of every column used: all positions below refer to this snapshot.
-        samples = run.table("samples", wanted)
-        self.samples = samples
+        samples = index.samples
         universe = _select(samples, where)
-        codes = [samples[c].cat.codes.to_numpy() for c in ("run_id", "case_id", "variant")]
-        repeat = samples["repeat"].to_numpy()
         if pair is None:
-            order = np.lexsort((repeat[universe], *(c[universe] for c in reversed(codes))))
+            self.positions = index.order(universe, ("run_id", "case_id", "variant", "repeat"))
+            self._partners: dict[int, int] = {}
         else:
             side = _sides(samples["variant"], pair)
             universe = universe[side[universe] >= 0]
-            order = np.lexsort(
-                (side[universe], repeat[universe], codes[1][universe], codes[0][universe])
+            self.positions = index.order(universe, ("run_id", "case_id", "repeat", side))
+            codes = index.codes
+            self._partners = _partners(
+                codes["run_id"], codes["case_id"], codes["variant"], index.repeat, self.positions
             )
-        self.positions = pos = universe[order]
-        self.case_codes = codes[1][pos]
-        self.variant_codes = codes[2][pos]
-        self._partners = _partners(codes[0], codes[1], codes[2], repeat, pos) if pair else {}
-
-        every, rows = check_outcomes(run, None)
-        self.outcome = every[pos]
-        self.failing = every[pos] == Outcome.FAIL
-        machine = (every if check is None else check_outcomes(run, check)[0])[pos]
-        self.check_fails, self.check_passes = machine == Outcome.FAIL, machine == Outcome.PASS
-        # The check rows in sample order, as positions into `rows`: a view reads its few
-        # rows, so nothing is converted for the whole run while the panel is built.
-        at = rows["position"].to_numpy()
-        self._check_order = np.argsort(at, kind="stable")
-        self._check_at = at[self._check_order]
-        self._checks = rows[["check", "outcome", "detail"]]
-
-        cases = run.cases
+        cases = index.run.cases
         self._review = {
             (str(r), str(c)): v
             for r, c, v in zip(cases["run_id"], cases["case_id"], cases["review"], strict=True)
         }
-
-    def options(self, column: str) -> list[tuple[str, int]]:
-        """(name, code) of each ``variant`` or ``case_id`` among the queued samples."""
-        codes = self.variant_codes if column == "variant" else self.case_codes
-        present = set(codes.tolist())
-        names = self.samples[column].cat.categories
-        return [(str(name), i) for i, name in enumerate(names) if i in present]
-
-    def rows(self, keys: pd.DataFrame) -> np.ndarray:
-        """For each row of ``keys`` (a frame with the columns of :class:`SampleKey`), the
-        position of its sample in ``samples``; -1 for a sample not there."""
-        found = np.full(len(keys), -1, dtype=np.int64)
-        rows, at = _matches(self.samples, keys, KEY)
-        found[at] = rows
-        return found
 
     def partner(self, row: int) -> int | None:
         """With ``pair``: the row in ``samples`` of the other variant's sample of the same
         run, case and repeat (None when it is not queued)."""
         return self._partners.get(row)
 
-    def key(self, row: int) -> SampleKey:
-        """The key of the sample at position ``row`` of ``samples``."""
-        samples = self.samples
-        return {
-            "run_id": str(samples["run_id"].iat[row]),
-            "case_id": str(samples["case_id"].iat[row]),
-            "variant": str(samples["variant"].iat[row]),
-            "repeat": int(samples["repeat"].iat[row]),
-        }
-
     def view(self, row: int) -> SampleView:
         """The sample at position ``row`` of ``samples`` as the reviewer reads it."""
-        key = self.key(row)
-        start = int(np.searchsorted(self._check_at, row, side="left"))
-        end = int(np.searchsorted(self._check_at, row, side="right"))
-        samples, checks = self.samples, self._checks
+        key = self.index.key(row)
+        samples = self.index.samples
         return SampleView(
             key=key,
             status=str(samples["status"].iat[row]),
@@ -156,14 +94,17 @@ class Queue:
             requested=_listed(samples["requested"].iat[row]),
             executed=_listed(samples["executed"].iat[row]),
             checks=[
-                (
-                    str(checks["check"].iat[i]),
-                    _outcome(checks["outcome"].iat[i]),
-                    checks["detail"].iat[i],
-                )
-                for i in self._check_order[start:end].tolist()
+                (name, _OUTCOME_VALUES[outcome], detail)
+                for name, outcome, detail in self.index.checks_of(row)
             ],
         )
+
+
+_OUTCOME_VALUES: dict[int, bool | None] = {
+    Outcome.FAIL: False,
+    Outcome.PASS: True,
+    Outcome.UNSCORED: None,
+}
 
 
 def _sides(variants: pd.Series, pair: tuple[str, str]) -> np.ndarray:
@@ -173,7 +114,7 @@ def _sides(variants: pd.Series, pair: tuple[str, str]) -> np.ndarray:
     if missing or len(pair) != 2 or pair[0] == pair[1]:
         options = ", ".join(repr(v) for v in names)
         raise ArgumentError(
-            f"'compare' must name two different variants of the run ({options}); got {pair!r}"
+            f"'a' and 'b' must name two different variants of the run ({options}); got {pair!r}"
         )
     lookup = np.full(len(names), -1, dtype=np.int8)
     lookup[names.index(pair[0])] = 0
@@ -195,17 +136,13 @@ def _partners(
     return partners
 
 
-def _outcome(value: Any) -> bool | None:
-    return None if value is pd.NA else bool(value)
-
-
 def _listed(value: Any) -> list[dict[str, Any]]:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return []
     return list(value)
 
 
-def _where_columns() -> list[str]:
+def where_columns() -> list[str]:
     """The samples columns a ``where=`` query string or function can use."""
     return [c for c in SAMPLES_SCHEMA.names if c not in _HEAVY]
 

@@ -10,7 +10,7 @@ reviewer would:
 >>> review.record("fail")                                     # doctest: +SKIP
 >>> review.next_unreviewed()                                  # doctest: +SKIP
 
-A verdict is written (one verdicts part, :mod:`evalnb.store._verdicts`) before the state
+A verdict is written (one verdicts part, :class:`evalnb.store.VerdictStore`) before the state
 changes, so a kernel that dies loses nothing recorded; an undo is written too (the verdict
 before, or ``unreviewed`` when there was none), so the history only grows. A new state
 resumes at the first sample this annotator has not reviewed. Nothing typed is lost
@@ -18,9 +18,10 @@ either: a reason typed for a sample is kept as its draft (on disk,
 :mod:`evalnb.review._drafts`) across moves and restarts, and an edited reason of a sample
 already judged is saved with its verdict when the reviewer moves on. States of one
 annotator on the same runs in one process share what is saved: a verdict given in one
-panel shows in the others. Filters are applied once per change into an index of
-samples; moving only steps through that index, so a move costs the same on a run of
-100,000 samples as on a run of 100.
+panel shows in the others. The samples, their outcomes and verdicts, the filters and
+the search are a :class:`~evalnb.review._index.SampleIndex`, the one the explorer uses
+too. Filters are applied once per change into a selection of samples; moving only steps
+through it, so a move costs the same on a run of 200,000 samples as on a run of 100.
 """
 
 from __future__ import annotations
@@ -37,26 +38,23 @@ import pandas as pd
 
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis._frames import Run, load
+from evalnb.analysis._tally import ALL, Outcome
 from evalnb.review._drafts import DraftBook, DraftKey
-from evalnb.review._queue import Queue, SampleKey, SampleView
-from evalnb.store import KEY
-from evalnb.store._verdicts import (
-    UNREVIEWED,
-    VERDICTS,
-    VerdictStore,
-    latest_verdicts,
-    verdict_history,
+from evalnb.review._index import (
+    LABEL_FIELDS,
+    SampleFilters,
+    SampleIndex,
+    SampleKey,
+    verdict_word,
 )
+from evalnb.review._queue import QUEUE_COLUMNS, Queue, SampleView, where_columns
+from evalnb.store import UNREVIEWED, VERDICTS
 
-__all__ = ["LIST_SORTS", "Filters", "ReviewState"]
-
-_CODES = {verdict: code for code, verdict in enumerate(VERDICTS)}
-# the list's names of the queue's outcome codes (0 fail, 1 pass, 2 unscored, 3 no check)
-_OUTCOMES = ["fail", "pass", "unscored", "none"]
+__all__ = ["LIST_SORTS", "ReviewState"]
 
 #: How :meth:`ReviewState.listing` can sort the samples.
 LIST_SORTS = ("order", "case_id", "variant", "status", "checks", "verdict")
-_NONE = -1
+_NONE = Outcome.ABSENT
 _SCAN = 1024
 
 # The states of one annotator on one set of runs, and their drafts: what one panel saves
@@ -76,18 +74,6 @@ class Undone:
     restored: str | None
 
 
-@dataclass(frozen=True)
-class Filters:
-    """Which samples the selection keeps. ``variant`` and ``case`` are codes from
-    :attr:`ReviewState.variants` and :attr:`ReviewState.cases`, -1 for all."""
-
-    variant: int = -1
-    case: int = -1
-    failing: bool = False
-    unreviewed: bool = False
-    disagreements: bool = False
-
-
 class ReviewState:
     """``annotator``'s review of the samples of ``run``: what :func:`~evalnb.review.annotate`
     shows, with no widget. The arguments are those of :func:`~evalnb.review.annotate`.
@@ -105,10 +91,11 @@ class ReviewState:
         annotator: str,
         *,
         where: Any = None,
-        check: str | None = None,
-        advance: bool = True,
-        compare: tuple[str, str] | None = None,
+        check: str = ALL,
+        a: str | None = None,
+        b: str | None = None,
         start: SampleKey | None = None,
+        advance: bool = True,
     ):
         if not isinstance(annotator, str) or not annotator.strip():
             raise ArgumentError(
@@ -119,27 +106,23 @@ class ReviewState:
         self.run = run if isinstance(run, Run) else load(run)
         self.annotator = annotator.strip()
         self.advance = advance
-        self.filters = Filters()
+        self.check = ALL if check is None else check
+        self.filters = SampleFilters()
         self.on_change: list[Callable[[], None]] = []
         self.on_save: list[Callable[[SampleKey, str], None]] = []
-        self._undo: list[tuple[int, int, str, dt.datetime | None]] = []
-        # Opened at the first verdict: a store reads its run's manifest, which holds the
-        # whole plan (megabytes for a large run), and the Run has read it once already.
-        self._stores: dict[str, VerdictStore] = {}
-        self._index = np.zeros(0, dtype=np.int64)
+        self._undo: list[tuple[int, str | None, str, dt.datetime | None]] = []
+        self._selected = np.zeros(0, dtype=np.int64)
         self._at = 0
         self._reviewed = 0
-        if compare is not None:
-            if isinstance(compare, str) or len(compare) != 2:
-                raise ArgumentError(
-                    f"'compare' must be a pair of variant names such as ('v1', 'v2'); "
-                    f"got {compare!r}"
-                )
-            compare = (str(compare[0]), str(compare[1]))
-        self.compare = compare
-        self.queue = Queue(self.run, where, check, compare)
+        self.pair = _pair(a, b)
+        columns = list(QUEUE_COLUMNS)
+        if isinstance(where, str) or callable(where):
+            columns += [c for c in where_columns() if c not in columns]
+        # One read of every column used: all positions below refer to this snapshot.
+        self.index = SampleIndex(self.run, columns, annotator=self.annotator)
+        self.queue = Queue(self.index, where, self.pair)
+        self.index.outcome(self.check)  # an unknown check is refused here, not at a filter
         self._positions = self.queue.positions
-        self._load_verdicts()
         self._books = {
             run_id: _book(self.run.paths[run_id], self.annotator) for run_id in self.run.run_ids
         }
@@ -153,71 +136,42 @@ class ReviewState:
     def _start_at(self, start: SampleKey) -> None:
         """Show the sample ``start`` names (its key) instead of the first unreviewed one."""
         try:
-            keys = pd.DataFrame([{column: start[column] for column in KEY}])  # type: ignore[literal-required]
-        except (KeyError, TypeError):
+            row = self.index.position(start)
+        except ArgumentError:
             raise ArgumentError(
-                f"'start' must be a sample key with {', '.join(KEY)}; got {start!r}"
+                f"'start' must be a sample key with {', '.join(SampleKey.__annotations__)}; "
+                f"got {start!r}"
             ) from None
-        row = int(self.queue.rows(keys)[0])
-        if row < 0:
+        if row < 0 or not np.isin(row, self._positions):
             raise ArgumentError(f"'start' must be a sample of the review; got {start!r}")
         self._show(row)
-
-    def _load_verdicts(self) -> None:
-        """This annotator's latest verdicts, read fresh from disk (a review resumes)."""
-        self._verdict = np.full(len(self.queue.samples), _NONE, dtype=np.int8)
-        self._reason: dict[int, str] = {}
-        self._saved_at: dict[int, dt.datetime] = {}
-        history = verdict_history(list(self.run.paths.values()), annotator=self.annotator)
-        latest = latest_verdicts(history)
-        if latest.empty:
-            return
-        rows = self.queue.rows(latest)
-        found = rows >= 0
-        latest = latest[found]
-        rows = rows[found]
-        self._verdict[rows] = latest["verdict"].map(_CODES).to_numpy(dtype=np.int8)
-        self._reason.update(zip(rows.tolist(), latest["reason"].fillna(""), strict=True))
-        self._saved_at.update(zip(rows.tolist(), latest["created_at"], strict=True))
 
     # -- the selection --------------------------------------------------------------------
 
     @property
     def variants(self) -> list[tuple[str, int]]:
-        """(name, code) of each variant queued, for :attr:`Filters.variant`."""
-        return self.queue.options("variant")
+        """(name, code) of each variant queued, for :attr:`SampleFilters.variant`."""
+        return self.index.options("variant", self._positions)
 
     @property
     def cases(self) -> list[tuple[str, int]]:
-        """(case id, code) of each case queued, for :attr:`Filters.case`."""
-        return self.queue.options("case_id")
+        """(case id, code) of each case queued, for :attr:`SampleFilters.case`."""
+        return self.index.options("case_id", self._positions)
 
-    def select(self, filters: Filters) -> None:
-        """Keep the samples ``filters`` lets through; stay on the shown sample if it is
-        kept, else go to the first one not reviewed."""
+    def select(self, filters: SampleFilters) -> None:
+        """Keep the samples ``filters`` lets through (its ``failing``, ``disagree``,
+        ``flaky`` and ``changed`` read ``check``); stay on the shown sample if it is kept,
+        else go to the first one not reviewed."""
         self._leave()
-        queue = self.queue
-        keep = np.ones(len(self._positions), dtype=bool)
-        if filters.variant >= 0:
-            keep &= queue.variant_codes == filters.variant
-        if filters.case >= 0:
-            keep &= queue.case_codes == filters.case
-        verdict = self._verdict[self._positions]
-        if filters.failing:
-            keep &= queue.failing
-        if filters.unreviewed:
-            keep &= verdict == _NONE
-        if filters.disagreements:
-            human_pass = verdict == _CODES["pass"]
-            human_fail = verdict == _CODES["fail"]
-            keep &= (human_pass & queue.check_fails) | (human_fail & queue.check_passes)
+        keep = self.index.mask(filters, self.check, self.pair)[self._positions]
         self.filters = filters
         current = self.position
-        self._index = np.flatnonzero(keep)
-        self._reviewed = int((verdict[self._index] != _NONE).sum())
+        self._selected = np.flatnonzero(keep)
+        verdict = self.index.verdict[self._positions[self._selected]]
+        self._reviewed = int((verdict != _NONE).sum())
         if current is not None:
-            at = int(np.searchsorted(self._index, current))
-            if at < len(self._index) and self._index[at] == current:
+            at = int(np.searchsorted(self._selected, current))
+            if at < len(self._selected) and self._selected[at] == current:
                 self._move(at)
                 return
         first = self._find_unreviewed(0)
@@ -226,7 +180,7 @@ class ReviewState:
     @property
     def count(self) -> int:
         """Samples in the selection."""
-        return len(self._index)
+        return len(self._selected)
 
     @property
     def reviewed(self) -> int:
@@ -241,30 +195,30 @@ class ReviewState:
     @property
     def position(self) -> int | None:
         """Position of the shown sample among all the queued samples (None when none)."""
-        if not len(self._index):
+        if not len(self._selected):
             return None
-        return int(self._index[self._at])
+        return int(self._selected[self._at])
 
     @property
     def current(self) -> SampleKey | None:
         """The key of the shown sample (None when the selection is empty)."""
         row = self._row()
-        return None if row is None else self.queue.key(row)
+        return None if row is None else self.index.key(row)
 
     # -- moving: O(1) per move ------------------------------------------------------------
 
     def go(self, at: int) -> None:
         """Show the sample at place ``at`` (0-based) of the selection."""
-        if not isinstance(at, int | np.integer) or not 0 <= at < max(len(self._index), 1):
+        if not isinstance(at, int | np.integer) or not 0 <= at < max(len(self._selected), 1):
             raise ArgumentError(
-                f"'at' must be between 0 and {max(len(self._index) - 1, 0)}; got {at!r}"
+                f"'at' must be between 0 and {max(len(self._selected) - 1, 0)}; got {at!r}"
             )
         self._leave()
         self._move(int(at))
 
     def next(self) -> bool:
         """Show the next sample of the selection; False when there is none."""
-        if self._at + 1 >= len(self._index):
+        if self._at + 1 >= len(self._selected):
             return False
         self._leave()
         self._move(self._at + 1)
@@ -309,13 +263,14 @@ class ReviewState:
         """Before moving away: an edited reason of a judged sample is saved with its
         verdict (a draft of an unjudged sample stays a draft)."""
         row = self._row()
-        if row is None or self._verdict[row] == _NONE or not self.unsaved:
+        verdict = None if row is None else self.index.verdict_of(row)
+        if row is None or verdict is None or not self.unsaved:
             return
-        self._save(row, VERDICTS[self._verdict[row]], self.draft.strip())
+        self._save(row, verdict, self.draft.strip())
 
     def _find_unreviewed(self, start: int) -> int | None:
         # Look ahead a block at a time: the next unreviewed sample is nearly always close.
-        index, positions, verdict = self._index, self._positions, self._verdict
+        index, positions, verdict = self._selected, self._positions, self.index.verdict
         while start < len(index):
             block = index[start : start + _SCAN]
             free = np.flatnonzero(verdict[positions[block]] == _NONE)
@@ -327,9 +282,9 @@ class ReviewState:
     # -- the shown sample -----------------------------------------------------------------
 
     def _row(self) -> int | None:
-        if not len(self._index):
+        if not len(self._selected):
             return None
-        return int(self._positions[self._index[self._at]])
+        return int(self._positions[self._selected[self._at]])
 
     @property
     def shown(self) -> SampleView | None:
@@ -339,8 +294,8 @@ class ReviewState:
 
     @property
     def partner(self) -> SampleView | None:
-        """With ``compare``: the other variant's sample of the shown case and repeat (None
-        without ``compare`` or when that sample is not in the run)."""
+        """With ``a`` and ``b``: the other variant's sample of the shown case and repeat
+        (None without them or when that sample is not in the run)."""
         row = self._row()
         other = None if row is None else self.queue.partner(row)
         return None if other is None else self.queue.view(other)
@@ -349,8 +304,7 @@ class ReviewState:
         """This annotator's latest verdict on :attr:`partner` (None: none, or no partner)."""
         row = self._row()
         other = None if row is None else self.queue.partner(row)
-        code = _NONE if other is None else int(self._verdict[other])
-        return None if code == _NONE else VERDICTS[code]
+        return None if other is None else self.index.verdict_of(other)
 
     def listing(self, search: str = "", sort: str = "order", limit: int = 200) -> pd.DataFrame:
         """The samples of the selection as a list to jump from: one row per sample with
@@ -366,35 +320,27 @@ class ReviewState:
         if sort not in LIST_SORTS:
             options = ", ".join(repr(o) for o in LIST_SORTS)
             raise ArgumentError(f"'sort' must be one of {options}; got {sort!r}")
-        queue, index = self.queue, self._index
-        rows = self._positions[index]
-        samples = queue.samples
-        verdict = self._verdict[rows]
+        at = np.arange(len(self._selected))
+        rows = self._positions[self._selected]
+        if search.split():
+            found = self.index.search(search, fields=LABEL_FIELDS)[rows]
+            at, rows = at[found], rows[found]
+        samples, labels = self.index.samples, np.array([o.label for o in Outcome], dtype=object)
+        words = np.array([verdict_word(o) or "" for o in range(len(Outcome))], dtype=object)
         frame = pd.DataFrame(
             {
-                "at": np.arange(len(index)),
+                "at": at,
                 "case_id": samples["case_id"].to_numpy()[rows],
                 "variant": samples["variant"].to_numpy()[rows],
                 "repeat": samples["repeat"].to_numpy()[rows],
                 "status": samples["status"].to_numpy()[rows],
-                "checks": np.array(_OUTCOMES, dtype=object)[queue.outcome[index]],
-                "verdict": np.array([*VERDICTS, ""], dtype=object)[verdict],
+                "checks": labels[self.index.outcome(ALL)[rows]],
+                "verdict": words[self.index.verdict[rows]],
             }
         )
-        words = search.lower().split()
-        if words:
-            text = frame["case_id"].astype(str) + " " + frame["variant"].astype(str)
-            text = text + " r" + frame["repeat"].astype(str)
-            for column in ("status", "checks", "verdict"):
-                text = text + " " + frame[column].astype(str)
-            text = text.str.lower()
-            keep = np.ones(len(frame), dtype=bool)
-            for word in words:
-                keep &= text.str.contains(word, regex=False).to_numpy()
-            frame = frame[keep]
         if sort == "checks":
             # failing first: what a reviewer looks at first
-            rank = frame["checks"].map({o: i for i, o in enumerate(_OUTCOMES)})
+            rank = frame["checks"].map({o.label: int(o) for o in Outcome})
             frame = frame.assign(_rank=rank).sort_values(["_rank", "at"], kind="stable")
             frame = frame.drop(columns="_rank")
         elif sort != "order":
@@ -405,20 +351,19 @@ class ReviewState:
     def verdict(self) -> str | None:
         """This annotator's latest verdict on the shown sample (None: none yet)."""
         row = self._row()
-        code = _NONE if row is None else int(self._verdict[row])
-        return None if code == _NONE else VERDICTS[code]
+        return None if row is None else self.index.verdict_of(row)
 
     @property
     def reason(self) -> str:
         """The reason saved with :attr:`verdict` (``""`` when none)."""
         row = self._row()
-        return "" if row is None else self._reason.get(row, "")
+        return "" if row is None else self.index.reason(row)
 
     @property
     def saved_at(self) -> dt.datetime | None:
         """When :attr:`verdict` was saved (UTC; None when there is none)."""
         row = self._row()
-        return None if row is None else self._saved_at.get(row)
+        return None if row is None else self.index.saved_at(row)
 
     @property
     def draft(self) -> str:
@@ -427,14 +372,14 @@ class ReviewState:
         if row is None:
             return ""
         typed = self._book(row).get(self._draft_key(row))
-        return self._reason.get(row, "") if typed is None else typed
+        return self.index.reason(row) if typed is None else typed
 
     @draft.setter
     def draft(self, text: str) -> None:
         row = self._row()
         if row is None:
             return
-        saved = self._reason.get(row, "")
+        saved = self.index.reason(row)
         keep = None if text.strip() == saved.strip() else text
         self._book(row).put(self._draft_key(row), keep)
 
@@ -454,19 +399,13 @@ class ReviewState:
         return self.verdict is not None and self.unsaved
 
     def _draft_key(self, row: int) -> DraftKey:
-        key = self.queue.key(row)
+        key = self.index.key(row)
         return (key["run_id"], key["case_id"], key["variant"], key["repeat"])
 
     def _book(self, row: int) -> DraftBook:
-        return self._books[str(self.queue.samples["run_id"].iat[row])]
+        return self._books[str(self.index.samples["run_id"].iat[row])]
 
     # -- saving ---------------------------------------------------------------------------
-
-    def _store(self, run_id: str) -> VerdictStore:
-        store = self._stores.get(run_id)
-        if store is None:
-            store = self._stores[run_id] = VerdictStore(self.run.paths[run_id])
-        return store
 
     def record(self, verdict: str) -> SampleKey | None:
         """Save ``verdict`` (``pass``, ``fail`` or ``needs_review``) with ``draft`` as the
@@ -475,13 +414,14 @@ class ReviewState:
         Returns the key saved, or None when no sample is shown. The verdicts part is
         written first: when writing fails (OSError) nothing changes.
         """
-        if verdict not in _CODES:
+        if verdict not in VERDICTS:  # unreviewed too: undo takes a verdict back
             options = ", ".join(repr(v) for v in VERDICTS)
             raise ArgumentError(f"'verdict' must be one of {options}; got {verdict!r}")
         row = self._row()
         if row is None:
             return None
-        before = (row, int(self._verdict[row]), self._reason.get(row, ""), self._saved_at.get(row))
+        index = self.index
+        before = (row, index.verdict_of(row), index.reason(row), index.saved_at(row))
         key = self._save(row, verdict, self.draft.strip())
         self._undo.append(before)
         if self.advance:
@@ -494,17 +434,15 @@ class ReviewState:
         Nothing is erased: the verdict the sample had before is saved again as a new
         verdict, or, for a sample judged for the first time, ``unreviewed`` is saved and
         the sample counts as unreviewed again (here, in the other panels and for every
-        reader of :func:`~evalnb.store._verdicts.latest_verdicts`); the reason given
-        with the verdict taken back becomes its draft again. Returns what was done, or
-        None when there is nothing to undo.
+        reader of :func:`evalnb.verdicts`); the reason given with the verdict taken back
+        becomes its draft again. Returns what was done, or None when there is nothing to
+        undo.
         """
         if not self._undo:
             return None
-        row, code, reason, _ = self._undo.pop()
-        current = int(self._verdict[row])
-        undone = UNREVIEWED if current == _NONE else VERDICTS[current]
-        given = self._reason.get(row, "")
-        restored = None if code == _NONE else VERDICTS[code]
+        row, restored, reason, _ = self._undo.pop()
+        undone = self.index.verdict_of(row) or UNREVIEWED
+        given = self.index.reason(row)
         key = self._save(row, restored or UNREVIEWED, reason)
         if restored is None and given:
             self._book(row).put(self._draft_key(row), given)
@@ -514,25 +452,18 @@ class ReviewState:
     def _show(self, row: int) -> None:
         """Show the sample at ``row`` of the samples: in the selection when it is there,
         else in a selection with no filter."""
-        place = np.flatnonzero(self._positions[self._index] == row)
+        place = np.flatnonzero(self._positions[self._selected] == row)
         if not len(place):
-            self.select(Filters())
-            place = np.flatnonzero(self._positions[self._index] == row)
+            self.select(SampleFilters())
+            place = np.flatnonzero(self._positions[self._selected] == row)
         self._move(int(place[0]))
 
     def _save(self, row: int, verdict: str, reason: str) -> SampleKey:
-        key = self.queue.key(row)
-        saved = self._store(key["run_id"]).save(
-            key["case_id"],
-            key["variant"],
-            key["repeat"],
-            annotator=self.annotator,
-            verdict=verdict,
-            reason=reason,
-        )
+        key = self.index.key(row)
+        judged = self.index.verdict[row] != _NONE
+        saved = self.index.save(row, verdict, reason)
+        self._counted(row, judged)
         self._book(row).put(self._draft_key(row), None)
-        self._note(row, _code(verdict), reason, saved["created_at"])
-        self.run.forget("verdicts")
         for peer in list(self._peers):
             if peer is not self:
                 peer._heard(key, verdict, reason, saved["created_at"])
@@ -540,31 +471,33 @@ class ReviewState:
             callback(key, verdict)
         return key
 
-    def _note(self, row: int, code: int, reason: str, saved_at: dt.datetime) -> None:
-        """Know that ``row`` now has the verdict ``code`` (``_NONE``: taken back)."""
-        judged, was_judged = code != _NONE, self._verdict[row] != _NONE
-        if judged != was_judged and row in self._positions[self._index]:
+    def _counted(self, row: int, was_judged: bool) -> None:
+        """Keep :attr:`reviewed` as ``row``'s verdict came or went."""
+        judged = self.index.verdict[row] != _NONE
+        if judged != was_judged and row in self._positions[self._selected]:
             self._reviewed += 1 if judged else -1
-        self._verdict[row] = code
-        if judged:
-            self._reason[row] = reason
-            self._saved_at[row] = saved_at
-        else:
-            self._reason.pop(row, None)
-            self._saved_at.pop(row, None)
 
     def _heard(self, key: SampleKey, verdict: str, reason: str, saved_at: dt.datetime) -> None:
         """Another state of this annotator saved a verdict: know it, and redraw."""
-        rows = self.queue.rows(pd.DataFrame([key]))
-        if rows[0] >= 0:
-            self._note(int(rows[0]), _code(verdict), reason, saved_at)
+        row = self.index.position(key)
+        if row >= 0:
+            judged = self.index.verdict[row] != _NONE
+            self.index.note(row, verdict, reason, saved_at, self.annotator)
+            self._counted(row, judged)
         for callback in list(self.on_change):
             callback()
 
 
-def _code(verdict: str) -> int:
-    """The code kept per sample for a saved value: ``unreviewed`` is no verdict."""
-    return _NONE if verdict == UNREVIEWED else _CODES[verdict]
+def _pair(a: str | None, b: str | None) -> tuple[str, str] | None:
+    """The two variants reviewed side by side (None: a plain review)."""
+    if a is None and b is None:
+        return None
+    if not isinstance(a, str) or not isinstance(b, str):
+        raise ArgumentError(
+            f"'a' and 'b' name the two variants to review side by side, both or neither; "
+            f"got a={a!r}, b={b!r}"
+        )
+    return a, b
 
 
 def _text_key(column: pd.Series) -> pd.Series:

@@ -11,6 +11,10 @@
       scores/<label>/          a rescoring: part-*.parquet like checks/, then scoring.json
       shards/                  commit markers of shards run elsewhere (store/shards.py)
 
+Human verdicts go through :class:`VerdictStore` (one part a save, :func:`save_verdict`,
+:func:`save_verdicts` for many) and are read back by :func:`verdicts` (the latest per sample
+and annotator, or the history); :func:`compact_verdicts` merges their parts.
+
 Every file is written under a temporary name and renamed, so a crash never leaves a
 torn file. A samples part is the commit of its batch: the runner writes a batch's
 checks part first and its samples part second, both with the same name, and readers
@@ -50,6 +54,17 @@ from evalnb.store._shards import (
     fence_shards,
     shard_token,
 )
+from evalnb.store._verdicts import (
+    UNREVIEWED,
+    RunDirectories,
+    VerdictStore,
+    compact_verdicts,
+    latest_verdicts,
+    save_verdict,
+    save_verdicts,
+    verdict_history,
+    verdicts,
+)
 from evalnb.store._writer import RunWriter, cases_table, checks_table, samples_table
 
 __all__ = [
@@ -59,19 +74,24 @@ __all__ = [
     "SAMPLES_SCHEMA",
     "SCHEMA_VERSION",
     "TABLES",
+    "UNREVIEWED",
     "VERDICTS",
     "VERDICTS_SCHEMA",
     "DamagedRunWarning",
     "Manifest",
     "PartialScoringWarning",
+    "RunDirectories",
     "RunLock",
     "RunWriter",
+    "VerdictStore",
     "cases_table",
     "checks_table",
     "commit_shard",
     "committed_shard",
+    "compact_verdicts",
     "create_run_dir",
     "fence_shards",
+    "latest_verdicts",
     "now",
     "provenance",
     "read_manifest",
@@ -80,9 +100,13 @@ __all__ = [
     "run_path",
     "sample_keys",
     "samples_table",
+    "save_verdict",
+    "save_verdicts",
     "schema_markdown",
     "scorings",
     "shard_token",
+    "verdict_history",
+    "verdicts",
     "write_json_atomic",
     "write_text_file",
 ]

@@ -16,6 +16,9 @@ leaves every row twice rather than once missing; readers drop exact duplicate ro
 >>> store.save("order-status", "v1", 3, annotator="ana", verdict="fail",
 ...            reason="promises a delivery date")                      # doctest: +SKIP
 >>> latest_verdicts("runs/shop")                                        # doctest: +SKIP
+
+:func:`verdicts` reads them from a Run or a run directory and :func:`save_verdicts` writes
+verdicts recorded elsewhere (a frame, or a CSV file) in one part; both are ``evalnb``'s.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ import contextlib
 import datetime as dt
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,11 +45,14 @@ from evalnb.store._writer import RunWriter
 __all__ = [
     "UNREVIEWED",
     "VERDICTS",
+    "RunDirectories",
     "VerdictStore",
     "compact_verdicts",
     "latest_verdicts",
     "save_verdict",
+    "save_verdicts",
     "verdict_history",
+    "verdicts",
 ]
 
 #: The value saved to take a verdict back: the sample is unreviewed again for that
@@ -80,11 +87,7 @@ class VerdictStore:
         if run_id is None:  # a caller that has read the manifest already passes its run id
             run_id = str(read_manifest(self.run_dir).get("run_id") or self.run_dir.name)
         self.run_id = run_id
-        folder = self.run_dir / "verdicts"
-        if not folder.is_dir():
-            folder.mkdir(mode=0o700)
-            os.chmod(folder, 0o700)
-        self._writer = RunWriter(self.run_dir)
+        self._writer = _writer(self.run_dir)
         self._last = dt.datetime.min.replace(tzinfo=dt.UTC)
 
     def _now(self) -> dt.datetime:
@@ -125,6 +128,15 @@ class VerdictStore:
         }
         self._writer.write_verdicts(pa.Table.from_pylist([row], schema=VERDICTS_SCHEMA))
         return row
+
+
+def _writer(run_dir: Path) -> RunWriter:
+    """A writer of verdicts parts into ``run_dir``; its ``verdicts/`` made when missing."""
+    folder = run_dir / "verdicts"
+    if not folder.is_dir():
+        folder.mkdir(mode=0o700)
+        os.chmod(folder, 0o700)
+    return RunWriter(run_dir)
 
 
 def save_verdict(
@@ -284,3 +296,133 @@ def _paths(run_dir: Any) -> list[Path]:
     if not paths:
         raise ArgumentError("'run_dir' must name at least one run directory; got none")
     return paths
+
+
+@runtime_checkable
+class RunDirectories(Protocol):
+    """Run directories by run id, such as a Run from :func:`evalnb.load`."""
+
+    @property
+    def paths(self) -> Mapping[str, Path]:
+        """Each run's directory, by run id."""
+        ...
+
+    def forget(self, name: str) -> None:
+        """Drop what was read of table ``name``."""
+        ...
+
+
+def verdicts(
+    run: RunDirectories | str | os.PathLike[str],
+    *,
+    annotator: str | None = None,
+    history: bool = False,
+) -> pd.DataFrame:
+    """The human verdicts saved on ``run`` (a Run from :func:`evalnb.load`, or a run
+    directory): the one that counts per sample and annotator (the latest; one taken back
+    is left out), or with ``history=True`` every row ever saved, oldest first. Columns:
+    ``run_id``, ``case_id``, ``variant``, ``repeat``, ``annotator``, ``verdict``,
+    ``reason``, ``created_at``. ``annotator`` keeps one person's.
+
+    >>> evalnb.verdicts(run, annotator="ana")                          # doctest: +SKIP
+    """
+    if not isinstance(history, bool):
+        raise TypeError(f"'history' must be True or False; got {history!r}")
+    paths = list(_directories(run).values())
+    if history:
+        return verdict_history(paths, annotator=annotator)
+    return latest_verdicts(paths, annotator=annotator)
+
+
+def save_verdicts(
+    run: RunDirectories | str | os.PathLike[str],
+    rows: pd.DataFrame | str | os.PathLike[str],
+    *,
+    annotator: str | None = None,
+) -> pd.DataFrame:
+    """Save verdicts given elsewhere on the samples of ``run`` (a Run from
+    :func:`evalnb.load`, or a run directory), through the store the review panel writes to.
+
+    ``rows`` is a frame or a CSV file with ``case_id``, ``variant``, ``repeat`` and
+    ``verdict`` (``pass``, ``fail``, ``needs_review``; ``unreviewed`` takes one back), and
+    ``annotator`` unless given here for every row; ``reason``, ``run_id`` (needed when
+    ``run`` holds several runs) and ``created_at`` (else the time of saving, in row order)
+    are optional. Every row is checked first (a stored sample, a known verdict), then each
+    run's rows are written as one part. Returns the rows saved.
+
+    >>> evalnb.save_verdicts(run, "reviews.csv", annotator="ana")        # doctest: +SKIP
+    """
+    where = _directories(run)
+    frame = _verdict_rows(rows, annotator, where)
+    saved = []
+    for run_id, part in frame.groupby("run_id", sort=False):
+        table = pa.Table.from_pandas(part, schema=VERDICTS_SCHEMA, preserve_index=False)
+        _writer(where[str(run_id)]).write_verdicts(table)
+        saved.append(part)
+    if isinstance(run, RunDirectories):
+        run.forget("verdicts")
+    return pd.concat(saved, ignore_index=True) if saved else frame
+
+
+def _directories(run: Any) -> dict[str, Path]:
+    if isinstance(run, str | os.PathLike):
+        path = Path(run)
+        return {str(read_manifest(path).get("run_id") or path.name): path}
+    if isinstance(run, RunDirectories):
+        return {str(k): Path(v) for k, v in run.paths.items()}
+    raise TypeError(f"'run' must be a Run or a run directory; got {type(run).__name__}")
+
+
+def _verdict_rows(
+    rows: pd.DataFrame | str | os.PathLike[str], annotator: str | None, where: dict[str, Path]
+) -> pd.DataFrame:
+    """``rows`` as verdict rows of the verdicts schema, each checked; a bad row is named."""
+    if isinstance(rows, str | os.PathLike):
+        source, frame = os.fspath(rows), pd.read_csv(rows, dtype={"repeat": "Int64"})
+        line = 2  # a CSV's first row is line 2, below the header
+    elif isinstance(rows, pd.DataFrame):
+        source, frame, line = "rows", rows.reset_index(drop=True), 0
+    else:
+        raise TypeError(f"'rows' must be a frame or a CSV file; got {type(rows).__name__}")
+    if annotator is not None:
+        frame = frame.assign(annotator=annotator)
+    if "run_id" not in frame and len(where) == 1:
+        frame = frame.assign(run_id=next(iter(where)))
+    needed = ["run_id", "case_id", "variant", "repeat", "annotator", "verdict"]
+    missing = [c for c in needed if c not in frame]
+    if missing:
+        raise ArgumentError(f"{source}: verdict rows must have {needed!r}; missing {missing!r}")
+    keys = {run_id: sample_keys(path) for run_id, path in where.items()}
+    for i, row in enumerate(frame[needed].to_dict("records")):
+        _check_row(f"{source}:{i + line}" if line else f"{source}[{i}]", row, keys)
+    out = pd.DataFrame({c: frame[c].astype(object) for c in needed})
+    out["repeat"] = frame["repeat"].astype("int64")
+    out["annotator"] = out["annotator"].str.strip()
+    reason = frame["reason"] if "reason" in frame else pd.Series("", index=frame.index)
+    out["reason"] = reason.fillna("").astype(str)
+    out["created_at"] = _stamps(frame)
+    return out[VERDICTS_SCHEMA.names]
+
+
+def _check_row(at: str, row: dict[str, Any], keys: dict[str, set[tuple[str, str, int]]]) -> None:
+    try:
+        _check_values(row["annotator"], row["verdict"], None)
+    except ArgumentError as exc:
+        raise ArgumentError(f"{at}: {exc}") from None
+    run_id, repeat = str(row["run_id"]), row["repeat"]
+    if run_id not in keys:
+        raise ArgumentError(f"{at}: 'run_id' must be one of {sorted(keys)!r}; got {run_id!r}")
+    key = (str(row["case_id"]), str(row["variant"]), repeat)
+    if pd.isna(repeat) or (key[0], key[1], int(repeat)) not in keys[run_id]:
+        raise ArgumentError(
+            f"{at}: no sample (case_id, variant, repeat) = {key!r} in run {run_id!r}; "
+            "a verdict must name a stored sample"
+        )
+
+
+def _stamps(frame: pd.DataFrame) -> pd.Series:
+    """``created_at`` as given, else now, a microsecond apart per row: the later row wins."""
+    if "created_at" in frame:
+        return pd.to_datetime(frame["created_at"], utc=True)
+    now = pd.Timestamp(dt.datetime.now(dt.UTC))
+    return pd.Series(now + pd.to_timedelta(np.arange(len(frame)), unit="us"), index=frame.index)

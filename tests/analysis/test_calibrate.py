@@ -12,8 +12,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa
 
 from evalnb._types import CheckResult, Sample
 from evalnb.analysis import Calibration, calibrate, load
-from evalnb.store import RunWriter, create_run_dir, write_json_atomic
-from evalnb.store._verdicts import VerdictStore
+from evalnb.store import RunWriter, VerdictStore, create_run_dir, write_json_atomic
 from tests.builders import T0, manifest, write_run, write_verdicts
 
 # Human pass/fail rows, judge pass/fail columns.

@@ -10,6 +10,7 @@ import pytest
 
 from evalnb.analysis import calibrate, load, rates
 from evalnb.analysis._tally import Outcome, check_outcomes, classify
+from evalnb.review import SampleFilters, SampleIndex
 from evalnb.review._queue import Queue
 from tests.builders import write_run, write_verdicts
 
@@ -59,9 +60,11 @@ def test_tallies_calibrate_and_the_review_queue_read_the_same_all(run_dir: Path)
 
     codes, _ = check_outcomes(run, None)
     assert codes.tolist() == expected.tolist()
-    queue = Queue(run, None, None)
-    assert queue.outcome.tolist() == expected[queue.positions].tolist()
-    assert queue.failing.tolist() == (expected[queue.positions] == Outcome.FAIL).tolist()
+    index = SampleIndex(run)
+    queue = Queue(index, None)
+    assert index.outcome("all")[queue.positions].tolist() == expected[queue.positions].tolist()
+    failing = index.mask(SampleFilters(failing=True))
+    assert failing.tolist() == (expected == Outcome.FAIL).tolist()
 
     per_sample = rates(run, by="case_id", check="all").set_index("case_id")
     for case, _, _, outcome in SAMPLES:

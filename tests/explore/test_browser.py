@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import evalnb
-from evalnb.store._verdicts import latest_verdicts
+from evalnb.store import latest_verdicts
 from tests.browser.lab import (
     ARTIFACTS,
     CHROMIUM,

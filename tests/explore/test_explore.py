@@ -16,7 +16,7 @@ import evalnb
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis._story import story
 from evalnb.explorer import Explorer, ExploreState, explore
-from evalnb.store._verdicts import latest_verdicts
+from evalnb.store import latest_verdicts
 from tests.builders import ATTACK, counts_run, write_run, write_verdicts
 
 # per-case passes of 4 repeats: case-03 moves most (0 -> 4), case-00 and case-05 do not move
@@ -443,3 +443,20 @@ def test_a_run_stopped_by_its_sequence_is_told_by_that_sequence(tmp_path: Path) 
     # the explorer's line is compare's own on this run: the sequence, never a fixed-n interval
     assert state.story == story(row).line("v1", "v2", "all")
     assert "confidence sequence" in state.story and "stopped early" in state.note
+
+
+def test_the_explorer_and_the_panel_take_their_shared_options_alike() -> None:
+    import inspect
+
+    from evalnb.review import Annotator, ReviewState, annotate
+
+    shared = ["run", "annotator", "check", "a", "b"]
+    for widget in (Explorer, Annotator):  # each takes its function's options
+        assert list(inspect.signature(widget).parameters) == ["run", "annotator", "options"]
+    for function in (explore, ExploreState, annotate, ReviewState):
+        parameters = inspect.signature(function).parameters
+        names = [name for name in parameters if name in shared]
+        assert names == shared, function  # the same names, in the same order
+        assert parameters["annotator"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        assert parameters["check"].kind is inspect.Parameter.KEYWORD_ONLY
+        assert parameters["check"].default == "all"

@@ -288,3 +288,36 @@ def test_the_smollm2_shop_comparison_is_analysed(shop_run):
     assert row.verdict in ("B better", "A better", "can't tell yet")
     means = per_case.groupby("variant")["estimate"].mean()
     assert (row.rate_a, row.rate_b) == pytest.approx((means["generic"], means["shop"]))
+
+
+def test_run_experiment_runs_the_design_evalnb_run_would(smollm2, tmp_path):
+    """An experiment with [judge], [defaults] and [until] through run_experiment (SmolLM2)
+    and through ``evalnb run --experiment`` (the stand-in): one design in both manifests."""
+    experiment = tmp_path / "experiment.toml"
+    experiment.write_text(
+        f'cases = "{evalnb.cases.suites.path("shop.jsonl")}"\nrepeats = 1\nconcurrency = 1\n'
+        '[target]\nmodel = "smollm2"\nparams = { temperature = 0.7, max_tokens = 48 }\n'
+        'timeout = 120\n[[variants]]\nname = "generic"\nsystem = "You are helpful."\n'
+        '[[variants]]\nname = "terse"\nsystem = "Answer in one sentence."\n'
+        '[judge]\nmodel = "judge"\n'
+        '[defaults]\nchecks = [{ type = "judge", rubric = "The reply is polite." }]\n'
+        '[until]\na = "generic"\nb = "terse"\nalpha = 0.1\n'
+    )
+    real = gguf.run_experiment(
+        tmp_path / "real",
+        experiment=experiment,
+        model="smollm2",
+        server_options={"n_threads": THREADS, "log_path": tmp_path / "server.log"},
+        progress=False,
+    )
+    standin = tmp_path / "standin"
+    argv = ["run", "--experiment", str(experiment), "--standin", "--model", "shop-v1"]
+    assert evalnb.cli.main([*argv, "--out", str(standin), "--no-progress"]) == 0
+    manifests = [evalnb.store.read_manifest(path) for path in (real.path, standin)]
+    designs = [evalnb.RunDesign.from_manifest(m) for m in manifests]
+    assert designs[0] == designs[1]
+    assert designs[0].judge == evalnb.JudgeSpec("judge") and designs[0].until is not None
+    for manifest in manifests:
+        assert manifest["judge"]["spec"] == {"model": "judge"}
+        assert manifest["until"]["rule"]["alpha"] == 0.1 and manifest["until"]["looks"]
+        assert manifest["cases_file"]["defaults"]["checks"][0]["type"] == "judge"

@@ -12,7 +12,7 @@ import pytest
 from evalnb.analysis import calibrate, load, rates
 from evalnb.review import Annotator, annotate
 from evalnb.review._panel import KEYS
-from evalnb.store._verdicts import VerdictStore, latest_verdicts, verdict_history
+from evalnb.store import VerdictStore, latest_verdicts, verdict_history
 from tests.builders import shown, tool_run, write_run
 
 

@@ -31,8 +31,7 @@ from typing import Any
 import pytest
 
 from evalnb._types import CheckResult, Sample
-from evalnb.store import RunWriter
-from evalnb.store._verdicts import latest_verdicts, verdict_history
+from evalnb.store import RunWriter, latest_verdicts, verdict_history
 from tests.browser.lab import (
     ARTIFACTS,
     CHROMIUM,
@@ -264,7 +263,7 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
     write_notebook(
         root / "compare.ipynb",
         "import evalnb\nrun = evalnb.load('pair')\nevalnb.compare(run, a='v1', b='v2')",
-        "panel = evalnb.annotate(run, annotator='browser', compare=('v1', 'v2'))\npanel",
+        "panel = evalnb.annotate(run, annotator='browser', a='v1', b='v2')\npanel",
     )
     write_notebook(
         root / "review.ipynb",

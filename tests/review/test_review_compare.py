@@ -9,7 +9,7 @@ import pytest
 
 from evalnb.review import Annotator, annotate
 from evalnb.review._state import ReviewState
-from evalnb.store._verdicts import latest_verdicts
+from evalnb.store import latest_verdicts
 from tests.builders import ATTACK, shown, tool_run
 
 
@@ -26,7 +26,7 @@ def key(panel: Annotator, key: str, seq: int, reason: str | None = None, **extra
 
 
 def test_compare_pairs_the_same_case_and_repeat(run_dir: Path) -> None:
-    panel = annotate(run_dir, "ana", compare=("v1", "v2"), advance=False)
+    panel = annotate(run_dir, "ana", a="v1", b="v2", advance=False)
     order = []
     for _ in range(panel.count):
         order.append(shown(panel))
@@ -48,7 +48,7 @@ def test_compare_pairs_the_same_case_and_repeat(run_dir: Path) -> None:
 
 
 def test_a_verdict_in_the_pair_is_for_the_shown_sample_and_shows_beside(run_dir: Path) -> None:
-    panel = annotate(run_dir, "ana", compare=("v1", "v2"))
+    panel = annotate(run_dir, "ana", a="v1", b="v2")
     panel.go(6)  # <i>x</i>, v1, repeat 1
     panel.record("fail")  # advances to its partner
     assert shown(panel) == ("<i>x</i>", "v2", 1)
@@ -61,10 +61,10 @@ def test_a_verdict_in_the_pair_is_for_the_shown_sample_and_shows_beside(run_dir:
 
 
 def test_compare_names_two_variants_of_the_run(run_dir: Path) -> None:
-    with pytest.raises(ValueError, match=r"'compare' must name two different variants.*'v3'"):
-        annotate(run_dir, "ana", compare=("v1", "v3"))
-    with pytest.raises(ValueError, match="'compare' must be a pair"):
-        annotate(run_dir, "ana", compare="v1")
+    with pytest.raises(ValueError, match=r"'a' and 'b' must name two different variants.*'v3'"):
+        annotate(run_dir, "ana", a="v1", b="v3")
+    with pytest.raises(ValueError, match=r"'a' and 'b' name the two variants.*both or neither"):
+        annotate(run_dir, "ana", a="v1")
 
 
 def test_the_list_searches_sorts_and_jumps(run_dir: Path) -> None:

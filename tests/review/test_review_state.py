@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from evalnb.analysis import load, rates
-from evalnb.review._state import Filters, ReviewState, Undone
-from evalnb.store._verdicts import VerdictStore, latest_verdicts, verdict_history
+from evalnb.review import ReviewState, SampleFilters
+from evalnb.review._state import Undone
+from evalnb.store import VerdictStore, latest_verdicts, verdict_history
 from tests.builders import write_run
 
 
@@ -64,22 +65,22 @@ def test_filters_narrow_the_queue_and_keep_the_shown_sample(run_dir: Path) -> No
     state = ReviewState(run_dir, "ana", advance=False)
     v2 = dict(state.variants)["v2"]
     state.go(3)  # a, v2, 1
-    state.select(Filters(variant=v2))
+    state.select(SampleFilters(variant=v2))
     assert state.count == 4 and key(state) == ("a", "v2", 1)  # still shown
     assert {variant for _, variant, _ in queue(state)} == {"v2"}
-    state.select(Filters(failing=True))
+    state.select(SampleFilters(failing=True))
     assert {repeat for _, _, repeat in queue(state)} == {1}
-    state.select(Filters(case=dict(state.cases)["b"], variant=v2, failing=True))
+    state.select(SampleFilters(case=dict(state.cases)["b"], variant=v2, failing=True))
     assert queue(state) == [("b", "v2", 1)]
 
-    state.select(Filters())
+    state.select(SampleFilters())
     state.go(1)  # a, v1, 1: the check fails
     state.record("pass")  # a person passes it: a disagreement
     state.go(0)  # a, v1, 0: the check passes
     state.record("pass")  # the person agrees
-    state.select(Filters(disagreements=True))
+    state.select(SampleFilters(disagree=True))
     assert queue(state) == [("a", "v1", 1)]
-    state.select(Filters(unreviewed=True))
+    state.select(SampleFilters(unreviewed=True))
     assert state.count == 6 and ("a", "v1", 0) not in queue(state)
 
 
@@ -111,7 +112,7 @@ def test_a_draft_is_kept_on_its_sample_across_moves_and_restarts(run_dir: Path) 
     assert state.draft == "" and not state.unsaved
     state.previous()
     assert state.draft == "half typed" and state.unsaved
-    state.select(Filters(case=dict(state.cases)["a"]))
+    state.select(SampleFilters(case=dict(state.cases)["a"]))
     assert state.draft == "half typed"
     again = ReviewState(run_dir, "ana", advance=False)  # a new kernel reads it from disk
     assert key(again) == ("a", "v1", 0) and again.draft == "half typed"
@@ -166,10 +167,10 @@ def test_progress_counts_each_sample_once_within_the_selection(run_dir: Path) ->
     state.go(2)  # a, v2, 0
     state.record("needs_review")
     assert (state.count, state.reviewed) == (8, 2)
-    state.select(Filters(variant=dict(state.variants)["v2"]))
+    state.select(SampleFilters(variant=dict(state.variants)["v2"]))
     assert (state.count, state.reviewed) == (4, 1)
     assert state.next_unreviewed() and key(state) == ("a", "v2", 1)
-    state.select(Filters(unreviewed=True))
+    state.select(SampleFilters(unreviewed=True))
     assert (state.count, state.reviewed) == (6, 0)
 
 
@@ -186,7 +187,7 @@ def test_undo_of_a_first_verdict_leaves_the_sample_unreviewed(run_dir: Path) -> 
     assert verdict_history(run_dir)["verdict"].tolist() == ["fail", "unreviewed"]
     assert state.undo() is None and not state.can_undo
     assert ReviewState(run_dir, "ana").reviewed == 0  # read back from disk the same
-    state.select(Filters(unreviewed=True))
+    state.select(SampleFilters(unreviewed=True))
     assert state.count == 8 and key(state) == ("a", "v1", 0)
     state.record("pass")  # judged again: counted again
     assert state.reviewed == 1 and latest_verdicts(run_dir)["verdict"].tolist() == ["pass"]
@@ -246,8 +247,8 @@ def test_the_run_counts_a_new_verdict_at_once(run_dir: Path) -> None:
         run.forget("verdict")
 
 
-def test_the_queue_finds_each_keyed_sample_or_minus_one(run_dir: Path) -> None:
-    queue = ReviewState(run_dir, "ana", advance=False).queue
+def test_the_index_finds_each_keyed_sample_or_minus_one(run_dir: Path) -> None:
+    index = ReviewState(run_dir, "ana", advance=False).index
     keys = pd.DataFrame(
         {
             "run_id": ["run", "run", "other"],
@@ -256,6 +257,6 @@ def test_the_queue_finds_each_keyed_sample_or_minus_one(run_dir: Path) -> None:
             "repeat": [1, 0, 0],
         }
     )
-    rows = queue.rows(keys)
+    rows = index.positions(keys)
     assert rows[2] == -1  # no such run
-    assert [queue.key(int(r)) for r in rows[:2]] == keys.iloc[:2].to_dict("records")
+    assert [index.key(int(r)) for r in rows[:2]] == keys.iloc[:2].to_dict("records")

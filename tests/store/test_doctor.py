@@ -241,8 +241,8 @@ def test_resumes_during_a_live_run_are_refused_and_every_key_is_stored_once(
 
 
 def test_a_damaged_scoring_or_verdicts_part_leaves_the_rest_readable(tmp_path: Path) -> None:
+    from evalnb.store import save_verdict
     from evalnb.store._rundir import DamagedRunWarning
-    from evalnb.store._verdicts import save_verdict
 
     run_dir = make_run(tmp_path / "run")
     save_verdict(run_dir, "c0", "a", 0, annotator="ana", verdict="fail", reason="no")

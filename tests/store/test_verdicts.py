@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from evalnb.analysis import load, rates
-from evalnb.store._verdicts import (
+from evalnb.store import (
     VerdictStore,
     compact_verdicts,
     latest_verdicts,
@@ -175,3 +176,54 @@ def test_saved_verdicts_feed_human_rates(run_dir: Path) -> None:
     # needs_review is neither pass nor fail: out of n, reported on its own
     assert row[["k", "n", "needs_review", "unreviewed"]].tolist() == [2, 2, 1, 0]
     assert row["estimate"] == 1.0
+
+
+def test_verdicts_given_elsewhere_are_saved_from_a_csv_in_one_part(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    import evalnb
+
+    csv = tmp_path / "reviews.csv"
+    csv.write_text(
+        "case_id,variant,repeat,verdict,reason\n"
+        "a,v1,0,fail,wrong order\n"
+        "a,v1,0,pass,\n"  # later in the file: it counts
+        "b,v2,2,needs_review,unsure\n",
+        encoding="utf-8",
+    )
+    run = load(run_dir)
+    assert run.verdicts.empty
+    shutil.rmtree(run_dir / "verdicts")  # a run copied without one (notebook 04's)
+    saved = evalnb.save_verdicts(run, csv, annotator="ana")
+    assert len(parts(run_dir)) == 1 and len(saved) == 3
+    assert len(run.verdicts) == 3  # the Run reads them again
+    latest = evalnb.verdicts(run)
+    assert latest[["case_id", "repeat", "verdict", "reason"]].values.tolist() == [
+        ["a", 0, "pass", ""],
+        ["b", 2, "needs_review", "unsure"],
+    ]
+    assert len(evalnb.verdicts(run_dir, history=True)) == 3
+    assert evalnb.verdicts(run_dir, annotator="bo").empty
+
+
+def test_saving_verdicts_names_the_bad_row_and_writes_nothing(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    import evalnb
+
+    csv = tmp_path / "reviews.csv"
+    csv.write_text(
+        "annotator,case_id,variant,repeat,verdict\nana,a,v1,0,pass\nana,a,v1,9,pass\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match=r"reviews.csv:3: no sample .*\('a', 'v1', 9\)"):
+        evalnb.save_verdicts(run_dir, csv)
+    rows = pd.DataFrame({"case_id": ["a"], "variant": ["v1"], "repeat": [0], "verdict": ["great"]})
+    with pytest.raises(ValueError, match=r"rows\[0\]: 'verdict' must be one of 'pass'"):
+        evalnb.save_verdicts(run_dir, rows, annotator="ana")
+    with pytest.raises(ValueError, match=r"missing \['annotator'\]"):
+        evalnb.save_verdicts(run_dir, rows.assign(verdict="pass"))
+    assert parts(run_dir) == []
+    frame = rows.assign(verdict="pass", created_at=dt.datetime(2026, 1, 2, tzinfo=dt.UTC))
+    evalnb.save_verdicts(run_dir, frame, annotator="ana")
+    assert evalnb.verdicts(run_dir)["created_at"].tolist() == [pd.Timestamp("2026-01-02", tz="UTC")]

@@ -8,13 +8,17 @@ backtrack without end. A pattern is first compiled by the ``regex`` package, whi
 what is wrong with a bad one; a pattern RE2 does not take (backreferences, lookaround) is
 run by ``regex`` text by text under one time budget (its ``timeout``), and stopped, in one
 line, when it takes longer.
+
+Fields every sample has one of a few values of (its case, variant, status, the outcome of
+its checks, its verdict) are :class:`Labels`: a word or a pattern is matched against the
+few values, then the matches spread to the samples through their codes.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import regex
 
-__all__ = ["BUDGET_S", "SearchError", "Texts", "search"]
+__all__ = ["BUDGET_S", "Labels", "SearchError", "Texts", "search"]
 
 #: The time a regular expression RE2 cannot run may take over the whole run, in seconds.
 BUDGET_S = 1.0
@@ -52,14 +56,46 @@ class Texts:
         return self._lower[name]
 
 
-def search(texts: Texts, query: str, *, use_regex: bool, budget: float = BUDGET_S) -> np.ndarray:
-    """A boolean mask over the samples: those whose texts match ``query``."""
+@dataclass(frozen=True)
+class Labels:
+    """A field with a few values: the values (``names``) and each sample's code into them
+    (-1: none)."""
+
+    names: Sequence[str]
+    codes: np.ndarray
+
+    def spread(self, hit: Callable[[str], bool]) -> np.ndarray:
+        """The samples whose value ``hit`` holds for."""
+        found = np.array([hit(name) for name in self.names] + [False], dtype=bool)
+        return np.asarray(found[self.codes])
+
+
+def search(
+    query: str,
+    *,
+    samples: int,
+    texts: Texts | None = None,
+    labels: Sequence[Labels] = (),
+    use_regex: bool = False,
+    budget: float = BUDGET_S,
+) -> np.ndarray:
+    """A boolean mask over the ``samples``: those that hold every word of ``query``
+    (case-insensitive), or match the pattern, in their ``texts`` or one of their ``labels``."""
     if use_regex:
-        return _regex(texts, query, budget)
-    keep = np.ones(texts.samples, dtype=bool)
+        return _regex(query, samples, texts, labels, budget)
+    keep = np.ones(samples, dtype=bool)
     for word in query.lower().split():
-        keep &= _found(texts, functools.partial(_substring, texts, word))
+        found = np.zeros(samples, dtype=bool)
+        if texts is not None:
+            found |= _found(texts, functools.partial(_substring, texts, word))
+        for field_ in labels:
+            found |= field_.spread(functools.partial(_has_word, word))
+        keep &= found
     return keep
+
+
+def _has_word(word: str, name: str) -> bool:
+    return word in name.lower()
 
 
 def _substring(texts: Texts, word: str, name: str) -> pa.Array:
@@ -79,20 +115,26 @@ def _mask(result: pa.Array) -> np.ndarray:
     return np.asarray(result.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _regex(texts: Texts, query: str, budget: float) -> np.ndarray:
+def _regex(
+    query: str, samples: int, texts: Texts | None, labels: Sequence[Labels], budget: float
+) -> np.ndarray:
     try:
         pattern = regex.compile(query, regex.IGNORECASE)
     except regex.error as exc:
         raise SearchError(f"bad regular expression {query!r}: {exc}") from None
+    found = np.zeros(samples, dtype=bool)
+    for field_ in labels:
+        found |= field_.spread(lambda name: pattern.search(name, timeout=budget) is not None)
+    if texts is None:
+        return found
     try:
-        return _found(
+        return found | _found(  # type: ignore[no-any-return]
             texts,
             lambda name: pc.match_substring_regex(getattr(texts, name), query, ignore_case=True),
         )
     except pa.ArrowInvalid:
         pass  # a pattern RE2 does not take: the regex package runs it, bounded in time
     deadline = time.monotonic() + budget
-    found = np.zeros(texts.samples, dtype=bool)
     fields = ((texts.prompt, None), (texts.answer, None), (texts.detail, texts.detail_sample))
     for column, owner in fields:
         hits = _matches(pattern, column.to_pylist(), deadline, budget, query)
