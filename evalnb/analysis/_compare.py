@@ -21,7 +21,7 @@ from statsmodels.stats.multitest import multipletests
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis import _args
 from evalnb.analysis import _display as display
-from evalnb.analysis._exact import sign_flip_min_p
+from evalnb.analysis._exact import rejects, sign_flip_min_p
 from evalnb.analysis._frames import Run
 from evalnb.analysis._paired import FEW_GROUPS, PairedTest, Pairs, paired_test, wide_counts
 from evalnb.analysis._tally import has_column, require_cases, tallies
@@ -174,8 +174,12 @@ def _compare_pair(
         out[column] = getattr(test, column)
     # The interval shown is the one the deciding test (the larger p) inverts.
     exact_decides = (test.p_exact >= test.p_value) & np.isfinite(test.exact_low)
-    out["low"] = np.where(exact_decides, test.exact_low, test.low)
-    out["high"] = np.where(exact_decides, test.exact_high, test.high)
+    out["low"], out["high"] = _agree(
+        np.where(exact_decides, test.exact_low, test.low),
+        np.where(exact_decides, test.exact_high, test.high),
+        np.fmax(test.p_value, test.p_exact),
+        1 - level,
+    )
     out["level"] = level
     out["p_value"] = test.p_value
     out["p_exact"] = test.p_exact
@@ -198,6 +202,22 @@ def _compare_pair(
     index = pd.MultiIndex.from_frame(out[keys]) if len(keys) > 1 else pd.Index(out["check"])
     out["unpaired"] = unpaired.reindex(index, fill_value=0).to_numpy().astype(np.int64)
     return out
+
+
+def _agree(
+    low: np.ndarray, high: np.ndarray, p: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval held to its test's decision at p = alpha: it holds 0 when the test
+    does not reject, and an end that rounding put on 0 moves off it when the test rejects
+    (a bound within 1e-9 of 0; the interval is the test's inversion, so only rounding can
+    put it there)."""
+    decided = rejects(p, alpha)
+    low = np.where(~decided & np.isfinite(low), np.minimum(low, 0.0), low)
+    high = np.where(~decided & np.isfinite(high), np.maximum(high, 0.0), high)
+    tiny = np.nextafter(0.0, 1.0)
+    low = np.where(decided & (low <= 0) & (low > -1e-9) & (high > 0), tiny, low)
+    high = np.where(decided & (high >= 0) & (high < 1e-9) & (low < 0), -tiny, high)
+    return low, high
 
 
 def _notes(pairs: Pairs, test: PairedTest, mode: str, alpha: float) -> list[str]:
@@ -254,7 +274,7 @@ def _adjust(out: pd.DataFrame, keys: list[str], adjust: str, alpha: float) -> pd
             out["note"], size[family], several, out["min_p"], strict=True
         )
     ]
-    significant = adjusted < alpha
+    significant = rejects(adjusted, alpha)
     mean = out["diff"].to_numpy(dtype=float)
     out["verdict"] = np.where(
         significant & (mean > 0), B_BETTER, np.where(significant & (mean < 0), A_BETTER, CANT_TELL)
