@@ -14,6 +14,7 @@ from evalnb._exceptions import ArgumentError
 from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._cluster import clustered_mean, group_ids
+from evalnb.analysis._flaky import FLAKY, case_verdicts
 from evalnb.analysis._frames import Run
 from evalnb.analysis._rates import proportion_interval
 from evalnb.analysis._tally import tallies
@@ -140,8 +141,9 @@ def agreement(
     out["n"] = out["n"].fillna(0).astype(np.int64)
     out["incomplete"] = out["incomplete"].fillna(0).astype(np.int64)
     out["check"] = check
-    # Incomplete draws fail: only completed ones show whether the model itself wavers.
-    out["flaky"] = (out["k"] > 0) & (out["k"] < out["n"] - out["incomplete"])
+    # Incomplete draws fail: only completed ones show whether the model itself wavers;
+    # flakiness() decides with the same classifier.
+    out["flaky"] = case_verdicts(out["k"], out["n"], out["incomplete"]) == FLAKY
     out = out.merge(minimum, on="case_id", how="left", sort=False)
     meets = out["agreement"] >= out["agreement_min"] - _TOLERANCE
     out["meets_min"] = pd.array(meets, dtype="boolean")

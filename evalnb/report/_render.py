@@ -492,7 +492,7 @@ def _stable_order(table: pd.DataFrame) -> Any:
 
 def _cases_section(run: Run, check: str, level: float) -> Section:
     table = rates(run, ["case_id", "variant"], check=check, level=level)
-    verdicts = case_verdicts(table["k"].to_numpy(), table["n"].to_numpy())
+    verdicts = case_verdicts(table["k"], table["n"], table.get("incomplete", 0))
     table = table.assign(
         cell=[
             f"{share(k, n)} {number(e, 2)} ({number(lo, 2)} to {number(hi, 2)}) {verdict}"
