@@ -74,6 +74,13 @@ def compare(
     but "can't tell yet" is possible, and ``note`` says so. The verdict is "B better" or
     "A better" when ``p_adjusted < 1 - level``, otherwise "can't tell yet".
 
+    A run made with ``until=evalnb.Decided(...)`` may have stopped because its data looked
+    decided, so no fixed-n test is valid on it: it is read with its own anytime-valid
+    sequence (:func:`evalnb.confidence_sequence`) at its last look, at ``level`` (split
+    over the rule's comparisons), per ``by`` group when ``by`` names case fields (tags,
+    split, metadata); an argument the sequence cannot honour (``mode="fixed"``, a sample
+    column in ``by``, ``on``, ``source``, ``adjust="none"``) is refused in one line.
+
     Returns:
         DataFrame, one row per comparison, ``by`` group and check, columns:
 
@@ -106,11 +113,13 @@ def compare(
     >>> evalnb.compare(run, a="baseline", b="revised")     # doctest: +SKIP
     >>> evalnb.compare(run, a="baseline", b=["short", "polite", "strict"])  # doctest: +SKIP
     """
-    from evalnb.analysis._sequence import compare_sequence, is_sequential
+    from evalnb.analysis._stopped import compare_sequence, is_sequential
 
-    if is_sequential(data) and by is None and on == "variant":
+    if is_sequential(data):
         # An optionally stopped run: its own sequence, never a fixed-n interval.
-        out = compare_sequence(data, a=a, b=b, check=check, on=on)
+        given: dict[str, Any] = {"on": on, "mode": mode, "source": source, "level": level}
+        given.update(a=a, b=b, check=check, adjust=adjust)
+        out = compare_sequence(data, _args.names("by", by), **given)
         return display.result(out, display.compare_summary)
     level = _args.level(level)
     _args.choice("mode", mode, MODES)

@@ -250,10 +250,10 @@ def sign_flip_interval(sums: np.ndarray, sizes: np.ndarray, level: float) -> tup
             )
         return out
 
-    p_of = _at_zero(p_of, float(sign_flip_p([sums])[0]))
+    shared = _at_zero(p_of, float(sign_flip_p([sums])[0]))
     estimate = total / count
-    low, high = _walk(p_of, estimate, -1.0, alpha), _walk(p_of, estimate, 1.0, alpha)
-    if not rejects(p_of(np.zeros(1))[0], alpha):
+    low, high = _walk(shared, estimate, -1.0, alpha), _walk(shared, estimate, 1.0, alpha)
+    if not rejects(shared(np.zeros(1))[0], alpha):
         low, high = min(low, 0.0), max(high, 0.0)
     return low, high
 
@@ -291,12 +291,12 @@ def conditional_interval(
             out[start : start + chunk] = np.minimum(1.0, np.where(prob <= cut, prob, 0).sum(1))
         return out
 
-    p_of = _at_zero(p_of, stratified_exact_p(k_a, n_a, k_b, n_b)[0])
+    shared = _at_zero(p_of, stratified_exact_p(k_a, n_a, k_b, n_b)[0])
     edge = 40.0
     coarse = np.linspace(-edge, edge, 161)
-    start = float(coarse[np.argmax(p_of(coarse))])
-    low, high = _walk(p_of, start, -edge, alpha), _walk(p_of, start, edge, alpha)
-    if not rejects(p_of(np.zeros(1))[0], alpha):
+    start = float(coarse[np.argmax(shared(coarse))])
+    low, high = _walk(shared, start, -edge, alpha), _walk(shared, start, edge, alpha)
+    if not rejects(shared(np.zeros(1))[0], alpha):
         low, high = min(low, 0.0), max(high, 0.0)
     diff = [_conditional_difference(k_a, n_a, k_b, n_b, x, edge) for x in (low, high)]
     return diff[0], diff[1]

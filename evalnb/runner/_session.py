@@ -352,7 +352,7 @@ class _Session:
             check_rule(self.until, self.variants, order, cluster)
             drawn = drawn_order(self.cases, seed)
             self.planned = case_major(plan(drawn, self.variants, repeats, order, seed), drawn)
-            self.watch = Watch(self.until, [c.id for c in drawn], len(self.variants) * repeats)
+            self.watch = Watch(self.until, drawn, len(self.variants) * repeats)
         self.repeats, self.order, self.seed = repeats, order, seed
         self.concurrency, self.cluster, self.shard_size = concurrency, cluster, shard_size
         self.tally = Tally((v.name for v in self.variants), self.budget.prices)

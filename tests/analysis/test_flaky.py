@@ -93,9 +93,7 @@ def test_a_stable_case_with_one_timeout_is_not_called_flaky_and_says_why(tmp_pat
                 "checks": {"ok": not timeout},
             }
         )
-        rows.append(
-            {"case_id": "case-01", "variant": "v1", "repeat": r, "checks": {"ok": r != 3}}
-        )
+        rows.append({"case_id": "case-01", "variant": "v1", "repeat": r, "checks": {"ok": r != 3}})
         rows.append(
             {
                 "case_id": "case-02",

@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from evalnb import ArgumentError, Decided, confidence_sequence
-from evalnb.analysis._sequence import GRID, betting_log_capital, betting_sequence
 from evalnb._stopping import CaseOutcomes
+from evalnb.analysis._sequence import GRID, betting_log_capital, betting_sequence
 
 # 40 draws in {0, 1/2, 1}: numpy default_rng(7).choice([0, .5, 1], p=[.1, .6, .3], size=40)
 IID = [0.5, 1, 1, 0.5, 0.5, 1, 0, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1, 1, 0.5, 1]
@@ -73,14 +73,17 @@ def test_sequence_frame_columns_and_running_intersection():
     seq = confidence_sequence(d, alpha=0.05)
     assert list(seq.columns) == [
         "cases",
+        "groups",
         "estimate",
         "low",
         "high",
         "p_value",
         "level",
         "verdict",
+        "unit",
         "method",
     ]
+    assert (seq["groups"] == seq["cases"]).all() and (seq["unit"] == "case").all()
     assert seq["low"].is_monotonic_increasing and seq["high"].is_monotonic_decreasing
     assert seq["verdict"].iloc[-1] == "B better" and seq["verdict"].iloc[0] == "can't tell yet"
     assert "betting confidence sequence" in seq["method"].iloc[0]
