@@ -619,6 +619,61 @@ def ppi_labels_table(experiments: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def one_way_judged(
+    rng: np.random.Generator, experiments: int, rate: float, mode: str, error: float, labels: int
+) -> pd.DataFrame:
+    """50 cases x 5 repeats, human per-case rates Beta(10 rate, 10 (1 - rate)); a judge that
+    errs on a share ``error`` of the samples it can err on: human fails it passes
+    ("lenient"), human passes it fails ("strict"), or both; ``labels`` random samples
+    reviewed (issue 39: with a high rate and a one-way judge, no label may disagree)."""
+    cases, repeats = 50, 5
+    shape = (experiments, cases)
+    human_rate = rng.beta(10 * rate, 10 * (1 - rate), size=shape)
+    human = rng.random((*shape, repeats)) < human_rate[..., None]
+    flip = rng.random((*shape, repeats)) < error
+    can_err = {"lenient": ~human, "strict": human, "both": np.ones_like(human)}[mode]
+    judge = np.where(flip & can_err, ~human, human)
+    seen = np.argsort(rng.random((experiments, cases * repeats)), axis=1) < labels
+    return pd.DataFrame(
+        {
+            "experiment": np.repeat(np.arange(experiments), cases * repeats),
+            "case_id": np.tile(np.repeat(np.arange(cases), repeats), experiments),
+            "outcome": judge.ravel(),
+            "verdict": np.where(seen.ravel(), np.where(human.ravel(), "pass", "fail"), None),
+        }
+    )
+
+
+def ppi_few_labels_table(experiments: int, seed: int) -> pd.DataFrame:
+    """PPI coverage with 10, 20 and 40 random labels over 50 cases x 5 repeats, human rates
+    0.6-0.95, a judge erring one way or both ways on 10% or 30% of the samples it can err
+    on, against the true mean human rate of the population (issue 39)."""
+    rows = []
+    for rate in (0.6, 0.8, 0.9, 0.95):
+        for mode in ("lenient", "strict", "both"):
+            for error in (0.1, 0.3):
+                for labels in (10, 20, 40):
+                    key = [seed, 39, int(rate * 100), len(mode), int(error * 10), labels]
+                    rng = np.random.default_rng(key)
+                    frame = one_way_judged(rng, experiments, rate, mode, error, labels)
+                    out = ppi_rate(frame, by="experiment")
+                    shown = np.isfinite(out["low"])
+                    covered = (out["low"] <= rate) & (rate <= out["high"])
+                    rows.append(
+                        {
+                            "human rate": rate,
+                            "judge errs": mode,
+                            "error": error,
+                            "labels": labels,
+                            "with an interval": shown.mean(),
+                            "coverage": covered[shown].mean(),
+                            "MC se": np.sqrt(covered[shown].var() / max(shown.sum(), 1)),
+                            "width": (out["high"] - out["low"])[shown].mean(),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
 def show_candidates(args: argparse.Namespace) -> None:
     step = time.perf_counter()
     cases = tuple(int(c) for c in args.cases.split(",")) if args.cases else CANDIDATE_CASES
@@ -722,6 +777,10 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "ppi-labels": lambda args: timed(
         "9. ppi_rate with an exact number of random labels",
         lambda: ppi_labels_table(args.experiments, args.seed),
+    ),
+    "ppi-few": lambda args: timed(
+        "10. ppi_rate with 10, 20, 40 labels and a one-way judge (issue 39)",
+        lambda: ppi_few_labels_table(args.experiments, args.seed),
     ),
     "pin": lambda args: timed("6. beta-binomial interval against numerical integration", pin_table),
 }
