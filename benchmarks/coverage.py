@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 from evalnb.analysis import agreement, calibrate, compare, power, ppi_rate, suite_rate
 from evalnb.analysis._betabinomial import beta_binomial_interval
@@ -674,6 +674,167 @@ def ppi_few_labels_table(experiments: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def per_case_pass_k(passed: np.ndarray, draws: int, at: int) -> tuple[np.ndarray, np.ndarray]:
+    """The unbiased per-case pass@k and pass^k from ``passed`` of ``draws`` (Chen et al. 2021)."""
+    total = special.comb(draws, at)
+    return 1 - special.comb(draws - passed, at) / total, special.comb(passed, at) / total
+
+
+def across_case_candidates(
+    values: np.ndarray, rng: np.random.Generator
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Intervals for the mean across cases of per-case values in [0, 1], one per row."""
+    from evalnb.analysis._rates import proportion_interval
+    from evalnb.analysis._suite import effective_n
+
+    cases = values.shape[1]
+    mean = values.mean(axis=1)
+    se = values.std(axis=1, ddof=1) / np.sqrt(cases)
+    groups = np.full(len(mean), float(cases))
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    n_eff, _ = effective_n(mean, se, groups, np.full(len(mean), np.inf), LEVEL)
+    _, low, high = proportion_interval(mean * n_eff, n_eff, level=LEVEL, method="agresti_coull")
+    bound = ((1 - LEVEL) / 2) ** (1 / cases)
+    out["Agresti-Coull on the effective n (0.3)"] = (
+        np.fmin(np.where(mean >= 1, bound, low), mean),
+        np.fmax(np.where(mean <= 0, 1 - bound, high), mean),
+    )
+    _, low, high = proportion_interval(
+        mean * cases, np.full(len(mean), cases), level=LEVEL, method="wilson"
+    )
+    out["Wilson on the cases (Bernoulli bound)"] = (low, high)
+    weights = rng.multinomial(cases, np.full(cases, 1 / cases), size=1000).T / cases
+    means = values @ weights
+    tail = (1 - LEVEL) / 2
+    out["cluster bootstrap, percentile"] = (
+        np.quantile(means, tail, axis=1),
+        np.quantile(means, 1 - tail, axis=1),
+    )
+    t = stats.t.ppf(0.5 + LEVEL / 2, cases - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = special.logit(mean)
+        half = t * se / (mean * (1 - mean))
+        inner = (mean > 0) & (mean < 1) & (se > 1e-12)
+    out["t on the logit scale (delta method)"] = (
+        np.where(inner, special.expit(centre - half), np.where(mean >= 1, bound, 0.0)),
+        np.where(inner, special.expit(centre + half), np.where(mean <= 0, 1 - bound, 1.0)),
+    )
+    capped = np.minimum(n_eff, cases * (stats.norm.ppf(0.5 + LEVEL / 2) / t) ** 2 * 4)
+    _, low, high = proportion_interval(mean * capped, capped, level=LEVEL, method="wilson")
+    out["Wilson on the effective n, capped at 4x the cases"] = (
+        np.fmin(np.where(mean >= 1, bound, low), mean),
+        np.fmax(np.where(mean <= 0, 1 - bound, high), mean),
+    )
+    return out
+
+
+def pass_k_table(experiments: int, seed: int) -> pd.DataFrame:
+    """Coverage of across-case pass@k / pass^k intervals, 5-20 cases x 10 draws, case rates
+    from Beta with means 0.5-0.97 (skewed: concentration 2; milder: 10), k = 1, 3, 5; the
+    truth is the population mean of 1 - (1 - p)^k and p^k, from the Beta's moments."""
+    rows = []
+    draws = 10
+    for cases in (5, 10, 20):
+        for mean_rate in (0.5, 0.7, 0.9, 0.97):
+            for concentration in (2.0, 10.0):
+                a, b = mean_rate * concentration, (1 - mean_rate) * concentration
+                key = [seed, 395, cases, int(mean_rate * 100), int(concentration)]
+                rng = np.random.default_rng(key)
+                rates = rng.beta(a, b, size=(experiments, cases))
+                passed = rng.binomial(draws, rates)
+                for at in (1, 3, 5):
+                    pass_at, pass_hat = per_case_pass_k(passed, draws, at)
+                    truths = {
+                        "pass@k": 1 - np.exp(special.betaln(a, b + at) - special.betaln(a, b)),
+                        "pass^k": np.exp(special.betaln(a + at, b) - special.betaln(a, b)),
+                    }
+                    for what, values in (("pass@k", pass_at), ("pass^k", pass_hat)):
+                        if at == 1 and what == "pass^k":
+                            continue
+                        truth = truths[what]
+                        for name, (low, high) in across_case_candidates(values, rng).items():
+                            rows.append(
+                                {
+                                    "cases": cases,
+                                    "rate": mean_rate,
+                                    "concentration": concentration,
+                                    "k": at,
+                                    "statistic": what,
+                                    "truth": truth,
+                                    "candidate": name,
+                                    "coverage": np.mean((low <= truth) & (truth <= high)),
+                                    "width": np.mean(high - low),
+                                }
+                            )
+    return pd.DataFrame(rows)
+
+
+def pass_k_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per candidate: the range of coverage over the designs, cells below 0.93, width."""
+    return (
+        table.groupby("candidate", sort=False)
+        .agg(
+            designs=("coverage", "size"),
+            lowest=("coverage", "min"),
+            mean=("coverage", "mean"),
+            below_093=("coverage", lambda c: int((c < 0.93).sum())),
+            width=("width", "mean"),
+        )
+        .reset_index()
+    )
+
+
+def pass_k_evalnb_table(experiments: int, seed: int) -> pd.DataFrame:
+    """The same designs through ``agreement(frame, by="experiment", at=[1, 3, 5])``: the
+    coverage of evalnb's own across-case pass@k and pass^k intervals."""
+    rows = []
+    draws = 10
+    for cases in (5, 10, 20):
+        for mean_rate in (0.5, 0.7, 0.9, 0.97):
+            for concentration in (2.0, 10.0):
+                a, b = mean_rate * concentration, (1 - mean_rate) * concentration
+                rng = np.random.default_rng([seed, 396, cases, int(mean_rate * 100)])
+                rates = rng.beta(a, b, size=(experiments, cases))
+                passed = rng.random((experiments, cases, draws)) < rates[..., None]
+                frame = pd.DataFrame(
+                    {
+                        "experiment": np.repeat(np.arange(experiments), cases * draws),
+                        "case_id": np.tile(np.repeat(np.arange(cases), draws), experiments),
+                        "outcome": passed.ravel(),
+                        "answer": np.where(passed.ravel(), "yes", "no"),
+                    }
+                )
+                out = agreement(frame, by="experiment", key="answer", at=[1, 3, 5])
+                for at, part in out.groupby("at"):
+                    at = int(at)
+                    for what, column, truth in (
+                        ("pass@k", "pass_at_k", 1 - _beta_moment(a, b, 0, at)),
+                        ("pass^k", "pass_hat_k", _beta_moment(a, b, at, 0)),
+                    ):
+                        if at == 1 and what == "pass^k":
+                            continue
+                        low, high = part[f"{column}_low"], part[f"{column}_high"]
+                        covered = (low <= truth) & (truth <= high)
+                        rows.append(
+                            {
+                                "cases": cases,
+                                "rate": mean_rate,
+                                "concentration": concentration,
+                                "k": at,
+                                "statistic": what,
+                                "truth": truth,
+                                "coverage": covered.mean(),
+                                "width": (high - low).mean(),
+                            }
+                        )
+    return pd.DataFrame(rows)
+
+
+def _beta_moment(a: float, b: float, up: int, down: int) -> float:
+    """E[p^up (1 - p)^down] for p ~ Beta(a, b)."""
+    return float(np.exp(special.betaln(a + up, b + down) - special.betaln(a, b)))
+
+
 def show_candidates(args: argparse.Namespace) -> None:
     step = time.perf_counter()
     cases = tuple(int(c) for c in args.cases.split(",")) if args.cases else CANDIDATE_CASES
@@ -781,6 +942,14 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "ppi-few": lambda args: timed(
         "10. ppi_rate with 10, 20, 40 labels and a one-way judge (issue 39)",
         lambda: ppi_few_labels_table(args.experiments, args.seed),
+    ),
+    "pass-k-candidates": lambda args: timed(
+        "11. across-case pass@k / pass^k: the candidate intervals (issue 39)",
+        lambda: pass_k_summary(pass_k_table(args.experiments, args.seed)),
+    ),
+    "pass-k": lambda args: timed(
+        "12. agreement(): across-case pass@k / pass^k, 5-20 cases x 10 draws (issue 39)",
+        lambda: pass_k_evalnb_table(args.experiments, args.seed),
     ),
     "pin": lambda args: timed("6. beta-binomial interval against numerical integration", pin_table),
 }
