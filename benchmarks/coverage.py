@@ -835,6 +835,51 @@ def _beta_moment(a: float, b: float, up: int, down: int) -> float:
     return float(np.exp(special.betaln(a + up, b + down) - special.betaln(a, b)))
 
 
+#: The skewed, many-repeat corner (issue 39): case rates near 0 or 1 carried by a few cases.
+SKEWED: list[tuple[str, tuple[float, ...]]] = [
+    ("Beta", (0.05, 4.95)),
+    ("Beta", (4.95, 0.05)),
+    ("Beta", (0.1, 9.9)),
+    ("Beta", (9.9, 0.1)),
+    ("Beta", (0.2, 19.8)),
+    ("Beta", (19.8, 0.2)),
+    ("two-point", (0.02, 0.5, 1.0)),
+    ("two-point", (0.05, 0.7, 1.0)),
+    ("two-point", (0.1, 0.9, 0.999)),
+    ("two-point", (0.01, 0.0, 0.99)),
+]
+
+
+def suite_skewed_table(experiments: int, seed: int) -> pd.DataFrame:
+    """``suite_rate`` in the skewed corner: 50-200 cases x 25-50 repeats, case rates from
+    :data:`SKEWED`, with and without Hall's skewness-corrected interval beside it."""
+    from evalnb.analysis import _suite
+
+    rows = []
+    for cases in (50, 100, 200):
+        for repeats in (25, 50):
+            for number, (kind, values) in enumerate(SKEWED):
+                rng = np.random.default_rng([seed, 397, cases, repeats, number])
+                rates, truth = population(rng, kind, values, (experiments, cases))
+                k = rng.binomial(repeats, rates)
+                frame = frame_of(k, repeats, np.arange(cases)).drop(columns="group")
+                row: dict[str, object] = {
+                    "cases": cases,
+                    "repeats": repeats,
+                    "population": population_label(kind, values),
+                }
+                for label, start in (("coverage", _suite.SKEWED_FROM), ("before", 10**9)):
+                    _suite.SKEWED_FROM, kept = start, _suite.SKEWED_FROM
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", UserWarning)
+                        out = suite_rate(frame, by="experiment", check="ok", level=LEVEL)
+                    _suite.SKEWED_FROM = kept
+                    row[label] = float(((out["low"] <= truth) & (truth <= out["high"])).mean())
+                    row[f"width ({label})"] = float((out["high"] - out["low"]).mean())
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def show_candidates(args: argparse.Namespace) -> None:
     step = time.perf_counter()
     cases = tuple(int(c) for c in args.cases.split(",")) if args.cases else CANDIDATE_CASES
@@ -950,6 +995,10 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "pass-k": lambda args: timed(
         "12. agreement(): across-case pass@k / pass^k, 5-20 cases x 10 draws (issue 39)",
         lambda: pass_k_evalnb_table(args.experiments, args.seed),
+    ),
+    "suite-skewed": lambda args: timed(
+        "13. suite_rate in the skewed corner, 50-200 cases x 25-50 repeats (issue 39)",
+        lambda: suite_skewed_table(args.experiments, args.seed),
     ),
     "pin": lambda args: timed("6. beta-binomial interval against numerical integration", pin_table),
 }
