@@ -1,10 +1,14 @@
 """Run until decided: an anytime-valid confidence sequence for the mean per-case paired
 difference (B - A), and the stopping rule :class:`Decided` the runner calls.
 
-The case is the unit: a case's repeats are averaged into its pass rate on each side, and
-its difference ``d = rate_b - rate_a`` lies in [-1, 1], mapped to ``x = (d + 1) / 2`` in
-[0, 1]. The cases are taken in a seeded random order, so the differences seen so far are
-a random sample of the suite's cases. For each candidate mean ``m`` two bettors stake on
+The case is the unit, or the case group when cases have groups (paraphrases of one
+question, one document's questions: as in :func:`evalnb.compare`, whose cases are not
+independent): a case's repeats are averaged into its pass rate on each side, a group's
+cases into the mean of their differences, and the unit's difference ``d`` lies in
+[-1, 1], mapped to ``x = (d + 1) / 2`` in [0, 1]. The units are taken in a seeded random
+order, so the differences seen so far are a random sample of the suite's units (with
+cases as units while their groups' effects are shared, 5 groups x 40 cases whose effects
+average 0 ended "better" in most runs; ``benchmarks/decide.py``). For each candidate mean ``m`` two bettors stake on
 ``x`` being above or below ``m``: the hedged capital process of Waudby-Smith & Ramdas,
 "Estimating means of bounded random variables by betting" (JRSS-B 2024, eq. 23), with
 their predictable plug-in bets (eq. 26: a running variance with one prior observation),
@@ -310,7 +314,9 @@ class Decided:
     ``run(..., until=evalnb.Decided(a="v1", b="v2"))`` takes the cases in a seeded random
     order, runs each for every variant and repeat, and after each case looks at the
     anytime-valid confidence sequence for the mean per-case difference (B - A) on
-    ``check``. It stops when the sequence excludes 0 ("B better" / "A better"), when it
+    ``check``; when the cases name groups (:attr:`CaseOutcomes.group`), the unit is the
+    group and its difference the mean over its cases (the runner draws groups whole and
+    looks after each). It stops when the sequence excludes 0 ("B better" / "A better"), when it
     lies inside +-``margin`` ("equivalent", only with a margin), or when the cases or the
     budget run out ("can't tell yet"). With several ``b``, each comparison gets
     ``alpha / len(b)`` (Bonferroni) and the run stops once every one is decided.
