@@ -181,6 +181,8 @@ def ppi_compare(
     units = per_case.groupby("case_id", sort=False)["unit"].first()
     unit_of = units.reindex(pd.unique(per_case["case_id"])).to_numpy()
     se, df = _clustered_se(per_pair, np.zeros(len(per_pair), np.int64), unit_of, 1)
+    # each side's correction owes the floor its few labels call for (see _correction_floor)
+    se = np.sqrt(se**2 + _correction_floor(per_case, ids, 2, parts["correction_influence"]).sum())
     reviewed_both = (
         per_case.groupby("case_id", sort=False)["reviewed"]
         .min()
