@@ -9,8 +9,8 @@ cases into the mean of their differences, and the unit's difference ``d`` lies i
 order, so the differences seen so far are a random sample of the suite's units (with
 cases as units while their groups' effects are shared, 5 groups x 40 cases whose effects
 average 0 ended "better" in most runs; ``benchmarks/decide.py``). For each candidate
-mean ``m`` two bettors stake on ``x`` being above or below ``m``: the hedged capital process of Waudby-Smith & Ramdas,
-"Estimating means of bounded random variables by betting" (JRSS-B 2024, eq. 23), with
+mean ``m`` two bettors stake on ``x`` being above or below ``m``: the hedged capital
+process of Waudby-Smith & Ramdas, "Estimating means of bounded random variables by betting" (JRSS-B 2024, eq. 23), with
 their predictable plug-in bets (eq. 26: a running variance with one prior observation),
 each bettor's capital split between bets capped at 1/2 and at 9/10 of the largest stake
 that keeps the capital positive (their diversified capital). Where the

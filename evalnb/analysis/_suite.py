@@ -229,7 +229,10 @@ def _skew_hull(
 
         def inverse(x: np.ndarray) -> np.ndarray:
             moved = np.cbrt(1 + 3 * a * (x - b))
-            return np.where(np.abs(a) > 1e-12, (moved - 1) / np.where(a == 0, 1, a), x - b)
+            out: np.ndarray = np.where(
+                np.abs(a) > 1e-12, (moved - 1) / np.where(a == 0, 1, a), x - b
+            )
+            return out
 
         hall_low = mean - se * inverse(t)
         hall_high = mean - se * inverse(-t)
