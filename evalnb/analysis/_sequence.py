@@ -1,22 +1,22 @@
 """Run until decided: an anytime-valid confidence sequence for the mean per-case paired
 difference (B - A), and the stopping rule :class:`Decided` the runner calls.
 
-The case is the unit, or the case group when cases have groups (paraphrases of one
-question, one document's questions: as in :func:`evalnb.compare`, whose cases are not
-independent): a case's repeats are averaged into its pass rate on each side, a group's
-cases into the mean of their differences, and the unit's difference ``d`` lies in
-[-1, 1], mapped to ``x = (d + 1) / 2`` in [0, 1]. The units are taken in a seeded random
-order, so the differences seen so far are a random sample of the suite's units (with
-cases as units while their groups' effects are shared, 5 groups x 40 cases whose effects
-average 0 ended "better" in most runs; ``benchmarks/decide.py``). For each candidate
-mean ``m`` two bettors stake on ``x`` being above or below ``m``: the hedged capital
-process of Waudby-Smith & Ramdas, "Estimating means of bounded random variables by betting" (JRSS-B 2024, eq. 23), with
-their predictable plug-in bets (eq. 26: a running variance with one prior observation),
-each bettor's capital split between bets capped at 1/2 and at 9/10 of the largest stake
-that keeps the capital positive (their diversified capital). Where the
-capital of either bettor reaches ``2 / alpha``, ``m`` is ruled out (Ville's inequality:
-with probability ``1 - alpha`` the true mean is never ruled out, however often one looks).
-The sequence is the running intersection of the sets not ruled out.
+The case is the unit, or the case group when cases have groups (paraphrases of one question,
+one document's questions: as in :func:`evalnb.compare`, whose cases are not independent): a
+case's repeats are averaged into its pass rate on each side, a group's cases into the mean
+of their differences, and the unit's difference ``d`` lies in [-1, 1], mapped to ``x = (d +
+1) / 2`` in [0, 1]. The units are taken in a seeded random order, so the differences seen so
+far are a random sample of the suite's units (with cases as units while their groups'
+effects are shared, 5 groups x 40 cases whose effects average 0 ended "better" in most runs;
+``benchmarks/decide.py``). For each candidate mean ``m`` two bettors stake on ``x`` being
+above or below ``m``: the hedged capital process of Waudby-Smith & Ramdas, "Estimating means
+of bounded random variables by betting" (JRSS-B 2024, eq. 23), with their predictable plug-
+in bets (eq. 26: a running variance with one prior observation), each bettor's capital split
+between bets capped at 1/2 and at 9/10 of the largest stake that keeps the capital positive
+(their diversified capital). Where the capital of either bettor reaches ``2 / alpha``, ``m``
+is ruled out (Ville's inequality: with probability ``1 - alpha`` the true mean is never
+ruled out, however often one looks). The sequence is the running intersection of the sets
+not ruled out.
 
 ``population=N`` gives their without-replacement version ("Confidence sequences for
 sampling without replacement", NeurIPS 2020): the null mean of the next draw is that of
