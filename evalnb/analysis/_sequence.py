@@ -4,9 +4,9 @@ difference (B - A), and the stopping rule :class:`Decided` the runner calls.
 The case is the unit, or the case group when cases have groups (paraphrases of one question,
 one document's questions: as in :func:`evalnb.compare`, whose cases are not independent): a
 case's repeats are averaged into its pass rate on each side, a group's cases into the mean
-of their differences, and the unit's difference ``d`` lies in [-1, 1], mapped to ``x = (d +
-1) / 2`` in [0, 1]. The units are taken in a seeded random order, so the differences seen so
-far are a random sample of the suite's units (with cases as units while their groups'
+of their differences, and the unit's difference ``d`` lies in [-1, 1], mapped to ``x =
+(d+1)/2`` in [0, 1]. The units are taken in a seeded random order, so the differences seen
+so far are a random sample of the suite's units (with cases as units while their groups'
 effects are shared, 5 groups x 40 cases whose effects average 0 ended "better" in most runs;
 ``benchmarks/decide.py``). For each candidate mean ``m`` two bettors stake on ``x`` being
 above or below ``m``: the hedged capital process of Waudby-Smith & Ramdas, "Estimating means
