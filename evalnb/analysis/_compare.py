@@ -113,9 +113,11 @@ def compare(
     >>> evalnb.compare(run, a="baseline", b="revised")     # doctest: +SKIP
     >>> evalnb.compare(run, a="baseline", b=["short", "polite", "strict"])  # doctest: +SKIP
     """
-    from evalnb.analysis._stopped import compare_sequence, is_sequential
+    from evalnb.analysis._stopped import compare_sequence, is_sequential, refuse_stopped
 
-    if is_sequential(data):
+    if not is_sequential(data):  # several runs, one of them stopped: no sequence spans them
+        refuse_stopped(data, "comparison across runs", "evalnb.compare(run) on that run alone")
+    else:
         # An optionally stopped run: its own sequence, never a fixed-n interval.
         given: dict[str, Any] = {"on": on, "mode": mode, "source": source, "level": level}
         given.update(a=a, b=b, check=check, adjust=adjust)

@@ -36,6 +36,7 @@ __all__ = [
     "check_arguments",
     "compare_sequence",
     "confidence_sequence",
+    "holds_stopped",
     "is_sequential",
     "refuse_stopped",
     "sequence_frame",
@@ -47,9 +48,14 @@ STOPPED = (
 )
 
 
+def holds_stopped(data: Any) -> bool:
+    """Whether ``data`` is a Run any of whose runs was made with ``until=``."""
+    return isinstance(data, Run) and any(m.get("until") for m in data.manifests.values())
+
+
 def refuse_stopped(data: Any, what: str, instead: str = "evalnb.compare(run)") -> None:
-    """Raise the one-line refusal when ``data`` is an optionally stopped run."""
-    if is_sequential(data):
+    """Raise the one-line refusal when ``data`` holds an optionally stopped run."""
+    if holds_stopped(data):
         raise ArgumentError(f"{STOPPED.format(what=what)}; read it with {instead}")
 
 

@@ -14,6 +14,7 @@ import evalnb
 from evalnb import ArgumentError, Decided
 from evalnb._stopping import CaseOutcomes
 from evalnb.analysis._stopped import confidence_sequence
+from tests.builders import counts_run
 
 
 def _answer(request: evalnb.Request) -> str:
@@ -86,6 +87,17 @@ def test_an_argument_the_sequence_cannot_honour_is_refused(stopped: Path) -> Non
         assert "\n" not in str(caught.value)
     with pytest.raises(ArgumentError, match=prefix + ": a fixed-n design advice"):
         evalnb.power(run, diff=0.1, advise=True)
+
+
+def test_a_stopped_run_among_others_is_refused(stopped: Path, tmp_path: Path) -> None:
+    """No sequence spans several runs: comparing a stopped run with another run is refused,
+    whether they are loaded together or handed to compare_runs."""
+    other = counts_run(tmp_path / "other", {"v1": [1, 2], "v2": [2, 2]}, 2)
+    prefix = r"this run was stopped by its sequence \(until=Decided\): a fixed-n comparison"
+    with pytest.raises(ArgumentError, match=prefix + " across runs"):
+        evalnb.compare(evalnb.load([stopped, other]), a="v1", b="v2")
+    with pytest.raises(ArgumentError, match=prefix + " of runs"):
+        evalnb.compare_runs(other, stopped)
 
 
 def test_level_is_honoured_not_ignored(stopped: Path) -> None:
