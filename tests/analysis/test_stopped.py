@@ -164,3 +164,10 @@ def test_decided_averages_a_group_before_the_sequence() -> None:
     grouped = confidence_sequence([1.0, 0.0, -1.0], groups=["g1", "g1", "g2"])
     assert list(grouped["groups"]) == [1, 2] and list(grouped["cases"]) == [2, 3]
     assert list(grouped["estimate"]) == [0.5, -0.25]
+
+
+def test_an_export_with_intervals_refuses_a_stopped_run(stopped: Path, tmp_path: Path) -> None:
+    from evalnb.interop import export_eee
+
+    with pytest.raises(ArgumentError, match=r"a fixed-n interval in an export is not valid"):
+        export_eee(stopped, tmp_path / "eee")
