@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 from evalnb.analysis import agreement, calibrate, compare, power, ppi_rate, suite_rate
 from evalnb.analysis._betabinomial import beta_binomial_interval
@@ -619,6 +619,267 @@ def ppi_labels_table(experiments: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def one_way_judged(
+    rng: np.random.Generator, experiments: int, rate: float, mode: str, error: float, labels: int
+) -> pd.DataFrame:
+    """50 cases x 5 repeats, human per-case rates Beta(10 rate, 10 (1 - rate)); a judge that
+    errs on a share ``error`` of the samples it can err on: human fails it passes
+    ("lenient"), human passes it fails ("strict"), or both; ``labels`` random samples
+    reviewed (issue 39: with a high rate and a one-way judge, no label may disagree)."""
+    cases, repeats = 50, 5
+    shape = (experiments, cases)
+    human_rate = rng.beta(10 * rate, 10 * (1 - rate), size=shape)
+    human = rng.random((*shape, repeats)) < human_rate[..., None]
+    flip = rng.random((*shape, repeats)) < error
+    can_err = {"lenient": ~human, "strict": human, "both": np.ones_like(human)}[mode]
+    judge = np.where(flip & can_err, ~human, human)
+    seen = np.argsort(rng.random((experiments, cases * repeats)), axis=1) < labels
+    return pd.DataFrame(
+        {
+            "experiment": np.repeat(np.arange(experiments), cases * repeats),
+            "case_id": np.tile(np.repeat(np.arange(cases), repeats), experiments),
+            "outcome": judge.ravel(),
+            "verdict": np.where(seen.ravel(), np.where(human.ravel(), "pass", "fail"), None),
+        }
+    )
+
+
+def ppi_few_labels_table(experiments: int, seed: int) -> pd.DataFrame:
+    """PPI coverage with 10, 20 and 40 random labels over 50 cases x 5 repeats, human rates
+    0.6-0.95, a judge erring one way or both ways on 10% or 30% of the samples it can err
+    on, against the true mean human rate of the population (issue 39)."""
+    rows = []
+    for rate in (0.6, 0.8, 0.9, 0.95):
+        for mode in ("lenient", "strict", "both"):
+            for error in (0.1, 0.3):
+                for labels in (10, 20, 40):
+                    key = [seed, 39, int(rate * 100), len(mode), int(error * 10), labels]
+                    rng = np.random.default_rng(key)
+                    frame = one_way_judged(rng, experiments, rate, mode, error, labels)
+                    out = ppi_rate(frame, by="experiment")
+                    shown = np.isfinite(out["low"])
+                    covered = (out["low"] <= rate) & (rate <= out["high"])
+                    rows.append(
+                        {
+                            "human rate": rate,
+                            "judge errs": mode,
+                            "error": error,
+                            "labels": labels,
+                            "with an interval": shown.mean(),
+                            "coverage": covered[shown].mean(),
+                            "MC se": np.sqrt(covered[shown].var() / max(shown.sum(), 1)),
+                            "width": (out["high"] - out["low"])[shown].mean(),
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def per_case_pass_k(passed: np.ndarray, draws: int, at: int) -> tuple[np.ndarray, np.ndarray]:
+    """The unbiased per-case pass@k and pass^k from ``passed`` of ``draws`` (Chen et al. 2021)."""
+    total = special.comb(draws, at)
+    return 1 - special.comb(draws - passed, at) / total, special.comb(passed, at) / total
+
+
+def across_case_candidates(
+    values: np.ndarray, rng: np.random.Generator
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Intervals for the mean across cases of per-case values in [0, 1], one per row."""
+    from evalnb.analysis._rates import proportion_interval
+    from evalnb.analysis._suite import effective_n
+
+    cases = values.shape[1]
+    mean = values.mean(axis=1)
+    se = values.std(axis=1, ddof=1) / np.sqrt(cases)
+    groups = np.full(len(mean), float(cases))
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    n_eff, _ = effective_n(mean, se, groups, np.full(len(mean), np.inf), LEVEL)
+    _, low, high = proportion_interval(mean * n_eff, n_eff, level=LEVEL, method="agresti_coull")
+    bound = ((1 - LEVEL) / 2) ** (1 / cases)
+    out["Agresti-Coull on the effective n (0.3)"] = (
+        np.fmin(np.where(mean >= 1, bound, low), mean),
+        np.fmax(np.where(mean <= 0, 1 - bound, high), mean),
+    )
+    _, low, high = proportion_interval(
+        mean * cases, np.full(len(mean), cases), level=LEVEL, method="wilson"
+    )
+    out["Wilson on the cases (Bernoulli bound)"] = (low, high)
+    weights = rng.multinomial(cases, np.full(cases, 1 / cases), size=1000).T / cases
+    means = values @ weights
+    tail = (1 - LEVEL) / 2
+    out["cluster bootstrap, percentile"] = (
+        np.quantile(means, tail, axis=1),
+        np.quantile(means, 1 - tail, axis=1),
+    )
+    t = stats.t.ppf(0.5 + LEVEL / 2, cases - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = special.logit(mean)
+        half = t * se / (mean * (1 - mean))
+        inner = (mean > 0) & (mean < 1) & (se > 1e-12)
+    out["t on the logit scale (delta method)"] = (
+        np.where(inner, special.expit(centre - half), np.where(mean >= 1, bound, 0.0)),
+        np.where(inner, special.expit(centre + half), np.where(mean <= 0, 1 - bound, 1.0)),
+    )
+    capped = np.minimum(n_eff, cases * (stats.norm.ppf(0.5 + LEVEL / 2) / t) ** 2 * 4)
+    _, low, high = proportion_interval(mean * capped, capped, level=LEVEL, method="wilson")
+    out["Wilson on the effective n, capped at 4x the cases"] = (
+        np.fmin(np.where(mean >= 1, bound, low), mean),
+        np.fmax(np.where(mean <= 0, 1 - bound, high), mean),
+    )
+    return out
+
+
+def pass_k_table(experiments: int, seed: int) -> pd.DataFrame:
+    """Coverage of across-case pass@k / pass^k intervals, 5-20 cases x 10 draws, case rates
+    from Beta with means 0.5-0.97 (skewed: concentration 2; milder: 10), k = 1, 3, 5; the
+    truth is the population mean of 1 - (1 - p)^k and p^k, from the Beta's moments."""
+    rows = []
+    draws = 10
+    for cases in (5, 10, 20):
+        for mean_rate in (0.5, 0.7, 0.9, 0.97):
+            for concentration in (2.0, 10.0):
+                a, b = mean_rate * concentration, (1 - mean_rate) * concentration
+                key = [seed, 395, cases, int(mean_rate * 100), int(concentration)]
+                rng = np.random.default_rng(key)
+                rates = rng.beta(a, b, size=(experiments, cases))
+                passed = rng.binomial(draws, rates)
+                for at in (1, 3, 5):
+                    pass_at, pass_hat = per_case_pass_k(passed, draws, at)
+                    truths = {
+                        "pass@k": 1 - np.exp(special.betaln(a, b + at) - special.betaln(a, b)),
+                        "pass^k": np.exp(special.betaln(a + at, b) - special.betaln(a, b)),
+                    }
+                    for what, values in (("pass@k", pass_at), ("pass^k", pass_hat)):
+                        if at == 1 and what == "pass^k":
+                            continue
+                        truth = truths[what]
+                        for name, (low, high) in across_case_candidates(values, rng).items():
+                            rows.append(
+                                {
+                                    "cases": cases,
+                                    "rate": mean_rate,
+                                    "concentration": concentration,
+                                    "k": at,
+                                    "statistic": what,
+                                    "truth": truth,
+                                    "candidate": name,
+                                    "coverage": np.mean((low <= truth) & (truth <= high)),
+                                    "width": np.mean(high - low),
+                                }
+                            )
+    return pd.DataFrame(rows)
+
+
+def pass_k_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per candidate: the range of coverage over the designs, cells below 0.93, width."""
+    return (
+        table.groupby("candidate", sort=False)
+        .agg(
+            designs=("coverage", "size"),
+            lowest=("coverage", "min"),
+            mean=("coverage", "mean"),
+            below_093=("coverage", lambda c: int((c < 0.93).sum())),
+            width=("width", "mean"),
+        )
+        .reset_index()
+    )
+
+
+def pass_k_evalnb_table(experiments: int, seed: int) -> pd.DataFrame:
+    """The same designs through ``agreement(frame, by="experiment", at=[1, 3, 5])``: the
+    coverage of evalnb's own across-case pass@k and pass^k intervals."""
+    rows = []
+    draws = 10
+    for cases in (5, 10, 20):
+        for mean_rate in (0.5, 0.7, 0.9, 0.97):
+            for concentration in (2.0, 10.0):
+                a, b = mean_rate * concentration, (1 - mean_rate) * concentration
+                rng = np.random.default_rng([seed, 396, cases, int(mean_rate * 100)])
+                rates = rng.beta(a, b, size=(experiments, cases))
+                passed = rng.random((experiments, cases, draws)) < rates[..., None]
+                frame = pd.DataFrame(
+                    {
+                        "experiment": np.repeat(np.arange(experiments), cases * draws),
+                        "case_id": np.tile(np.repeat(np.arange(cases), draws), experiments),
+                        "outcome": passed.ravel(),
+                        "answer": np.where(passed.ravel(), "yes", "no"),
+                    }
+                )
+                out = agreement(frame, by="experiment", key="answer", at=[1, 3, 5])
+                for at, part in out.groupby("at"):
+                    at = int(at)
+                    for what, column, truth in (
+                        ("pass@k", "pass_at_k", 1 - _beta_moment(a, b, 0, at)),
+                        ("pass^k", "pass_hat_k", _beta_moment(a, b, at, 0)),
+                    ):
+                        if at == 1 and what == "pass^k":
+                            continue
+                        low, high = part[f"{column}_low"], part[f"{column}_high"]
+                        covered = (low <= truth) & (truth <= high)
+                        rows.append(
+                            {
+                                "cases": cases,
+                                "rate": mean_rate,
+                                "concentration": concentration,
+                                "k": at,
+                                "statistic": what,
+                                "truth": truth,
+                                "coverage": covered.mean(),
+                                "width": (high - low).mean(),
+                            }
+                        )
+    return pd.DataFrame(rows)
+
+
+def _beta_moment(a: float, b: float, up: int, down: int) -> float:
+    """E[p^up (1 - p)^down] for p ~ Beta(a, b)."""
+    return float(np.exp(special.betaln(a + up, b + down) - special.betaln(a, b)))
+
+
+#: The skewed, many-repeat corner (issue 39): case rates near 0 or 1 carried by a few cases.
+SKEWED: list[tuple[str, tuple[float, ...]]] = [
+    ("Beta", (0.05, 4.95)),
+    ("Beta", (4.95, 0.05)),
+    ("Beta", (0.1, 9.9)),
+    ("Beta", (9.9, 0.1)),
+    ("Beta", (0.2, 19.8)),
+    ("Beta", (19.8, 0.2)),
+    ("two-point", (0.02, 0.5, 1.0)),
+    ("two-point", (0.05, 0.7, 1.0)),
+    ("two-point", (0.1, 0.9, 0.999)),
+    ("two-point", (0.01, 0.0, 0.99)),
+]
+
+
+def suite_skewed_table(experiments: int, seed: int) -> pd.DataFrame:
+    """``suite_rate`` in the skewed corner: 50-200 cases x 25-50 repeats, case rates from
+    :data:`SKEWED`, with and without Hall's skewness-corrected interval beside it."""
+    from evalnb.analysis import _suite
+
+    rows = []
+    for cases in (50, 100, 200):
+        for repeats in (25, 50):
+            for number, (kind, values) in enumerate(SKEWED):
+                rng = np.random.default_rng([seed, 397, cases, repeats, number])
+                rates, truth = population(rng, kind, values, (experiments, cases))
+                k = rng.binomial(repeats, rates)
+                frame = frame_of(k, repeats, np.arange(cases)).drop(columns="group")
+                row: dict[str, object] = {
+                    "cases": cases,
+                    "repeats": repeats,
+                    "population": population_label(kind, values),
+                }
+                for label, start in (("coverage", _suite.SKEWED_FROM), ("before", 10**9)):
+                    _suite.SKEWED_FROM, kept = start, _suite.SKEWED_FROM
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", UserWarning)
+                        out = suite_rate(frame, by="experiment", check="ok", level=LEVEL)
+                    _suite.SKEWED_FROM = kept
+                    row[label] = float(((out["low"] <= truth) & (truth <= out["high"])).mean())
+                    row[f"width ({label})"] = float((out["high"] - out["low"]).mean())
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def show_candidates(args: argparse.Namespace) -> None:
     step = time.perf_counter()
     cases = tuple(int(c) for c in args.cases.split(",")) if args.cases else CANDIDATE_CASES
@@ -722,6 +983,22 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
     "ppi-labels": lambda args: timed(
         "9. ppi_rate with an exact number of random labels",
         lambda: ppi_labels_table(args.experiments, args.seed),
+    ),
+    "ppi-few": lambda args: timed(
+        "10. ppi_rate with 10, 20, 40 labels and a one-way judge (issue 39)",
+        lambda: ppi_few_labels_table(args.experiments, args.seed),
+    ),
+    "pass-k-candidates": lambda args: timed(
+        "11. across-case pass@k / pass^k: the candidate intervals (issue 39)",
+        lambda: pass_k_summary(pass_k_table(args.experiments, args.seed)),
+    ),
+    "pass-k": lambda args: timed(
+        "12. agreement(): across-case pass@k / pass^k, 5-20 cases x 10 draws (issue 39)",
+        lambda: pass_k_evalnb_table(args.experiments, args.seed),
+    ),
+    "suite-skewed": lambda args: timed(
+        "13. suite_rate in the skewed corner, 50-200 cases x 25-50 repeats (issue 39)",
+        lambda: suite_skewed_table(args.experiments, args.seed),
     ),
     "pin": lambda args: timed("6. beta-binomial interval against numerical integration", pin_table),
 }

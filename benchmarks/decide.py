@@ -13,7 +13,12 @@ does not reject).
    after every case from the third) on the same data, and the without-replacement form
    run to the last case with repeat noise (why ``Decided`` does not use it).
 2. Family-wise error with 3 and 6 variants against one baseline (alpha split).
-3. Efficiency: ``power()``'s fixed design for +10 points at 80% power; the samples the
+3. Grouped cases (issue 39): with no true difference but case groups whose effects average
+   0 in the population (each group moves every one of its cases by +-delta), the share of
+   runs ending "better" when the sequence takes each case as a unit (as ``Decided`` did)
+   and when it takes the group (the mean of its cases' differences), as ``Decided`` does
+   now: the runner draws groups whole and looks after each.
+4. Efficiency: ``power()``'s fixed design for +10 points at 80% power; the samples the
    sequence needs to decide when the truth is +20, +10 and 0 (cases available: 10x the
    fixed design; with no difference the run ends at 2x the fixed design's cases, a budget).
 
@@ -157,6 +162,53 @@ def family(rng, runs):
     print()
 
 
+#: (groups, cases per group, repeats, delta: each group's cases move by +delta or -delta)
+GROUPED = [
+    (5, 40, 3, 0.3),
+    (5, 40, 1, 0.1),
+    (10, 20, 3, 0.2),
+    (20, 10, 1, 0.2),
+    (20, 10, 10, 0.3),
+    (50, 4, 3, 0.1),
+    (100, 2, 5, 0.1),
+    (200, 3, 1, 0.05),
+]
+
+
+def grouped_differences(rng, runs, groups, per_group, repeats, delta):
+    """Per-case differences in draw order (groups shuffled, a group's cases together) and
+    each case's group. Case rates are Beta(2, 2); in a group B's rate is the case's plus
+    delta / 2 and A's minus it, or the reverse, with equal chance: the population mean
+    difference is 0 (clipping is symmetric about 1/2)."""
+    cases = groups * per_group
+    p = rng.beta(2, 2, size=(runs, cases))
+    sign = np.repeat(rng.choice([-1.0, 1.0], size=(runs, groups)), per_group, axis=1)
+    a = rng.binomial(repeats, np.clip(p - sign * delta / 2, 0, 1)) / repeats
+    b = rng.binomial(repeats, np.clip(p + sign * delta / 2, 0, 1)) / repeats
+    return b - a
+
+
+def grouped(rng, runs):
+    print(f"## Grouped cases, no true difference ({runs} runs a design)\n")
+    print(
+        "| groups | cases per group | repeats | group effect +- | cases as units: ends better "
+        "| groups as units (Decided): ends better |"
+    )
+    print("|---|---|---|---|---|---|")
+    worst = 0.0
+    for groups, per_group, repeats, delta in GROUPED:
+        d = grouped_differences(rng, runs, groups, per_group, repeats, delta)
+        by_case = (first_decision(d, ALPHA)[0] > 0).mean()
+        means = d.reshape(runs, groups, per_group).mean(axis=2)
+        by_group = (first_decision(means, ALPHA)[0] > 0).mean()
+        worst = max(worst, by_group)
+        print(f"| {groups} | {per_group} | {repeats} | {delta} | {by_case:.3f} | {by_group:.3f} |")
+    mc = 3 * math.sqrt(ALPHA * (1 - ALPHA) / runs)
+    print(
+        f"\nLargest share with groups as units {worst:.3f}; alpha + 3 MC s.e. = {ALPHA + mc:.3f}.\n"
+    )
+
+
 def efficiency(rng, runs):
     print(f"## Efficiency against power()'s fixed design for +10 points ({runs} runs)\n")
     print(
@@ -199,6 +251,7 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     validity(rng, args.runs)
     family(rng, args.runs)
+    grouped(rng, args.runs)
     efficiency(rng, max(200, args.runs // 2))
     print(f"({time.perf_counter() - started:.0f} s)")
 

@@ -16,10 +16,14 @@ __all__ = ["RULES", "CaseOutcomes", "Decision", "StoppingRule", "rule_from_recor
 @dataclass(frozen=True)
 class CaseOutcomes:
     """One completed case: per variant, each sample's check outcomes (check name ->
-    True, False or None), in repeat order. An incomplete sample's checks are False."""
+    True, False or None), in repeat order. An incomplete sample's checks are False.
+    ``group`` is the case's group (paraphrases of one question, one document's questions)
+    when the run's cases have groups: then the group is the unit a rule samples, and the
+    runner hands a rule whole groups only. None: the case is its own unit."""
 
     case_id: str
     samples: Mapping[str, tuple[Mapping[str, bool | None], ...]]
+    group: str | None = None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from evalnb.analysis._ppi import ppi_compare, ppi_rate
 from evalnb.analysis._rates import proportion_interval, rates
 from evalnb.analysis._runs import compare_runs
 from evalnb.analysis._scores import scores
-from evalnb.analysis._sequence import Decided, confidence_sequence
+from evalnb.analysis._sequence import Decided
+from evalnb.analysis._stopped import confidence_sequence
 from evalnb.analysis._suite import suite_rate
 
 __all__ = [

@@ -14,6 +14,7 @@ from evalnb._exceptions import ArgumentError
 from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._cluster import clustered_mean, group_ids
+from evalnb.analysis._flaky import FLAKY, case_verdicts
 from evalnb.analysis._frames import Run
 from evalnb.analysis._rates import proportion_interval
 from evalnb.analysis._tally import tallies
@@ -55,6 +56,7 @@ COLUMNS = [
 ]
 #: The estimates :func:`agreement` summarises across cases when ``by`` leaves out the case.
 SUMMARISED = ("agreement", "pairwise", "pass_at_k", "pass_hat_k")
+PASS_K = ("pass_at_k", "pass_hat_k")
 PAIRWISE_METHOD = (
     "pairwise: share of pairs of draws with the same answer (unbiased for the sum of squared "
     "answer shares); interval: Agresti-Coull on the jackknife effective n"
@@ -90,7 +92,8 @@ def agreement(
     agrees (or none). pass@k and pass^k carry the Wilson interval of ``k / n`` through
     ``1 - (1 - p)^at`` and ``p^at``. With ``by`` leaving out ``case_id``
     (``by="variant"``), each row is the mean across cases of those estimates with an
-    interval across cases as :func:`evalnb.suite_rate` takes it; cases without a value
+    interval across cases as :func:`evalnb.suite_rate` takes it (pass@k and pass^k:
+    Wilson on the case groups, which holds where they pile up near 0 or 1); cases without a value
     are left out of that mean. ``data`` is a Run, or a frame with one row per sample
     holding the ``by`` columns, the key column, and optionally ``status``, ``outcome``
     and ``agreement_min``.
@@ -140,8 +143,9 @@ def agreement(
     out["n"] = out["n"].fillna(0).astype(np.int64)
     out["incomplete"] = out["incomplete"].fillna(0).astype(np.int64)
     out["check"] = check
-    # Incomplete draws fail: only completed ones show whether the model itself wavers.
-    out["flaky"] = (out["k"] > 0) & (out["k"] < out["n"] - out["incomplete"])
+    # Incomplete draws fail: only completed ones show whether the model itself wavers;
+    # flakiness() decides with the same classifier.
+    out["flaky"] = case_verdicts(out["k"], out["n"], out["incomplete"]) == FLAKY
     out = out.merge(minimum, on="case_id", how="left", sort=False)
     meets = out["agreement"] >= out["agreement_min"] - _TOLERANCE
     out["meets_min"] = pd.array(meets, dtype="boolean")
@@ -373,7 +377,14 @@ def _across_cases(per_case: pd.DataFrame, by: list[str], level: float) -> pd.Dat
         spread = clustered_mean(values[keep], ids[keep], cases[keep], size)
         mean, se, groups = spread["mean"], spread["se"], spread["groups"].astype(float)
         n_eff, _ = effective_n(mean, se, groups, np.full(size, np.inf), level)
-        _, low, high = proportion_interval(mean * n_eff, n_eff, level=level, method=DEFAULT_METHOD)
+        if name in PASS_K:
+            # pass@k and pass^k pile up near 0 or 1 with a long tail of a few cases, where
+            # the effective n took a sample without the tail for certainty (0.708 at 20
+            # cases, issue 39). A value in [0, 1] with mean p varies at most as a pass or
+            # fail does, p (1 - p): Wilson on the case groups is that worst case.
+            n_eff = groups
+        method = "wilson" if name in PASS_K else DEFAULT_METHOD
+        _, low, high = proportion_interval(mean * n_eff, n_eff, level=level, method=method)
         bound = ((1 - level) / 2) ** (1 / np.maximum(groups, 1))
         low = np.where(mean >= 1, bound, low)
         high = np.where(mean <= 0, 1 - bound, high)
@@ -383,7 +394,9 @@ def _across_cases(per_case: pd.DataFrame, by: list[str], level: float) -> pd.Dat
     out["level"] = level
     out["method"] = (
         "mean of per-case values; interval across cases: Agresti-Coull on the effective n "
-        "(agreement: modal share; pairwise: pairwise agreement, unbiased)"
+        "(agreement: modal share; pairwise: pairwise agreement, unbiased); pass@k and "
+        "pass^k: Wilson on the case groups (the largest variance a mean of values in [0, 1] "
+        "can have)"
     )
     return out
 

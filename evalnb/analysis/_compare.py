@@ -21,7 +21,7 @@ from statsmodels.stats.multitest import multipletests
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis import _args
 from evalnb.analysis import _display as display
-from evalnb.analysis._exact import sign_flip_min_p
+from evalnb.analysis._exact import rejects, sign_flip_min_p
 from evalnb.analysis._frames import Run
 from evalnb.analysis._paired import FEW_GROUPS, PairedTest, Pairs, paired_test, wide_counts
 from evalnb.analysis._tally import has_column, require_cases, tallies
@@ -74,6 +74,13 @@ def compare(
     but "can't tell yet" is possible, and ``note`` says so. The verdict is "B better" or
     "A better" when ``p_adjusted < 1 - level``, otherwise "can't tell yet".
 
+    A run made with ``until=evalnb.Decided(...)`` may have stopped because its data looked
+    decided, so no fixed-n test is valid on it: it is read with its own anytime-valid
+    sequence (:func:`evalnb.confidence_sequence`) at its last look, at ``level`` (split
+    over the rule's comparisons), per ``by`` group when ``by`` names case fields (tags,
+    split, metadata); an argument the sequence cannot honour (``mode="fixed"``, a sample
+    column in ``by``, ``on``, ``source``, ``adjust="none"``) is refused in one line.
+
     Returns:
         DataFrame, one row per comparison, ``by`` group and check, columns:
 
@@ -106,11 +113,15 @@ def compare(
     >>> evalnb.compare(run, a="baseline", b="revised")     # doctest: +SKIP
     >>> evalnb.compare(run, a="baseline", b=["short", "polite", "strict"])  # doctest: +SKIP
     """
-    from evalnb.analysis._sequence import compare_sequence, is_sequential
+    from evalnb.analysis._stopped import compare_sequence, is_sequential, refuse_stopped
 
-    if is_sequential(data) and by is None and on == "variant":
+    if not is_sequential(data):  # several runs, one of them stopped: no sequence spans them
+        refuse_stopped(data, "comparison across runs", "evalnb.compare(run) on that run alone")
+    else:
         # An optionally stopped run: its own sequence, never a fixed-n interval.
-        out = compare_sequence(data, a=a, b=b, check=check, on=on)
+        given: dict[str, Any] = {"on": on, "mode": mode, "source": source, "level": level}
+        given.update(a=a, b=b, check=check, adjust=adjust)
+        out = compare_sequence(data, _args.names("by", by), **given)
         return display.result(out, display.compare_summary)
     level = _args.level(level)
     _args.choice("mode", mode, MODES)
@@ -174,8 +185,12 @@ def _compare_pair(
         out[column] = getattr(test, column)
     # The interval shown is the one the deciding test (the larger p) inverts.
     exact_decides = (test.p_exact >= test.p_value) & np.isfinite(test.exact_low)
-    out["low"] = np.where(exact_decides, test.exact_low, test.low)
-    out["high"] = np.where(exact_decides, test.exact_high, test.high)
+    out["low"], out["high"] = _agree(
+        np.where(exact_decides, test.exact_low, test.low),
+        np.where(exact_decides, test.exact_high, test.high),
+        np.fmax(test.p_value, test.p_exact),
+        1 - level,
+    )
     out["level"] = level
     out["p_value"] = test.p_value
     out["p_exact"] = test.p_exact
@@ -198,6 +213,22 @@ def _compare_pair(
     index = pd.MultiIndex.from_frame(out[keys]) if len(keys) > 1 else pd.Index(out["check"])
     out["unpaired"] = unpaired.reindex(index, fill_value=0).to_numpy().astype(np.int64)
     return out
+
+
+def _agree(
+    low: np.ndarray, high: np.ndarray, p: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval held to its test's decision at p = alpha: it holds 0 when the test
+    does not reject, and an end that rounding put on 0 moves off it when the test rejects
+    (a bound within 1e-9 of 0; the interval is the test's inversion, so only rounding can
+    put it there)."""
+    decided = rejects(p, alpha)
+    low = np.where(~decided & np.isfinite(low), np.minimum(low, 0.0), low)
+    high = np.where(~decided & np.isfinite(high), np.maximum(high, 0.0), high)
+    tiny = np.nextafter(0.0, 1.0)
+    low = np.where(decided & (low <= 0) & (low > -1e-9) & (high > 0), tiny, low)
+    high = np.where(decided & (high >= 0) & (high < 1e-9) & (low < 0), -tiny, high)
+    return low, high
 
 
 def _notes(pairs: Pairs, test: PairedTest, mode: str, alpha: float) -> list[str]:
@@ -254,7 +285,7 @@ def _adjust(out: pd.DataFrame, keys: list[str], adjust: str, alpha: float) -> pd
             out["note"], size[family], several, out["min_p"], strict=True
         )
     ]
-    significant = adjusted < alpha
+    significant = rejects(adjusted, alpha)
     mean = out["diff"].to_numpy(dtype=float)
     out["verdict"] = np.where(
         significant & (mean > 0), B_BETTER, np.where(significant & (mean < 0), A_BETTER, CANT_TELL)

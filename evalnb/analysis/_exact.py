@@ -19,6 +19,7 @@ __all__ = [
     "conditional_interval",
     "conditional_mcnemar_interval",
     "mcnemar_power",
+    "rejects",
     "sign_flip_interval",
     "sign_flip_min_p",
     "sign_flip_p",
@@ -30,6 +31,18 @@ MAX_EXACT = 16
 # Relative tolerance for "at least as extreme", as R's fisher.test and mantelhaen.test use.
 _RELATIVE = 1 + 1e-7
 _ZERO = 1e-12
+#: A p-value within this relative distance of alpha is alpha: two sums of the same tail
+#: differ in the last bits (0.05000000000000001 and 0.049999999999999975, issue 39), and
+#: 1 - 0.95 is 0.050000000000000044, so "p < alpha" alone lets float noise decide.
+_AT_ALPHA = 1e-9
+
+
+def rejects(p: np.ndarray | float, alpha: np.ndarray | float) -> np.ndarray:
+    """Whether a test with p-value ``p`` rejects at ``alpha``: ``p < alpha`` with p exactly
+    alpha (up to rounding) not rejecting. Every verdict and every inverted interval of
+    :func:`evalnb.compare` decides with it, so they cannot split at p = alpha."""
+    p, alpha = np.asarray(p, dtype=float), np.asarray(alpha, dtype=float)
+    return np.asarray(p < alpha * (1 - _AT_ALPHA))
 
 
 def sign_flip_p(values: Sequence[np.ndarray]) -> np.ndarray:
@@ -178,7 +191,7 @@ def _walk(
     if min(start, end) < 0 < max(start, end):
         steps = np.append(steps, 0.0)
         steps = steps[np.argsort(np.abs(steps - start), kind="stable")]
-    rejected = np.flatnonzero(p_of(steps) < alpha)
+    rejected = np.flatnonzero(rejects(p_of(steps), alpha))
     if len(rejected) == 0:
         return float(end)
     if rejected[0] == 0:
@@ -186,11 +199,26 @@ def _walk(
     inside, outside = float(steps[rejected[0] - 1]), float(steps[rejected[0]])
     for _ in range(40):
         middle = (inside + outside) / 2
-        if p_of(np.array([middle]))[0] >= alpha:
+        if not rejects(p_of(np.array([middle]))[0], alpha):
             inside = middle
         else:
             outside = middle
     return inside
+
+
+def _at_zero(
+    p_of: Callable[[np.ndarray], np.ndarray], p_zero: float
+) -> Callable[[np.ndarray], np.ndarray]:
+    """``p_of`` with the test's own p at "no difference": an interval built by inverting a
+    test holds 0 exactly when the verdict's p does not reject, even where two ways of
+    summing the same tail differ in the last bit (0.05000000000000001 against
+    0.049999999999999975 at p = alpha, issue 39)."""
+
+    def shared(points: np.ndarray) -> np.ndarray:
+        out = p_of(points)
+        return np.where(points == 0, p_zero, out)
+
+    return shared
 
 
 def sign_flip_interval(sums: np.ndarray, sizes: np.ndarray, level: float) -> tuple[float, float]:
@@ -222,9 +250,10 @@ def sign_flip_interval(sums: np.ndarray, sizes: np.ndarray, level: float) -> tup
             )
         return out
 
+    shared = _at_zero(p_of, float(sign_flip_p([sums])[0]))
     estimate = total / count
-    low, high = _walk(p_of, estimate, -1.0, alpha), _walk(p_of, estimate, 1.0, alpha)
-    if p_of(np.zeros(1))[0] >= alpha:
+    low, high = _walk(shared, estimate, -1.0, alpha), _walk(shared, estimate, 1.0, alpha)
+    if not rejects(shared(np.zeros(1))[0], alpha):
         low, high = min(low, 0.0), max(high, 0.0)
     return low, high
 
@@ -262,11 +291,12 @@ def conditional_interval(
             out[start : start + chunk] = np.minimum(1.0, np.where(prob <= cut, prob, 0).sum(1))
         return out
 
+    shared = _at_zero(p_of, stratified_exact_p(k_a, n_a, k_b, n_b)[0])
     edge = 40.0
     coarse = np.linspace(-edge, edge, 161)
-    start = float(coarse[np.argmax(p_of(coarse))])
-    low, high = _walk(p_of, start, -edge, alpha), _walk(p_of, start, edge, alpha)
-    if p_of(np.zeros(1))[0] >= alpha:
+    start = float(coarse[np.argmax(shared(coarse))])
+    low, high = _walk(shared, start, -edge, alpha), _walk(shared, start, edge, alpha)
+    if not rejects(shared(np.zeros(1))[0], alpha):
         low, high = min(low, 0.0), max(high, 0.0)
     diff = [_conditional_difference(k_a, n_a, k_b, n_b, x, edge) for x in (low, high)]
     return diff[0], diff[1]

@@ -108,7 +108,8 @@ def power(
     design (the pilot's, or ``cases`` and ``repeats``) and its within- and between-case
     variances, a row for the cases needed at the current repeats and one for the repeats
     needed at the current cases, with ``advice``, ``added_samples`` (per variant) and
-    ``cheaper`` (the row needing fewer samples).
+    ``cheaper`` (the row needing fewer samples). A pilot made with ``until=`` (an
+    optionally stopped run) is refused for advice: its own rule decides when to stop.
 
     Returns:
         DataFrame, one row per design, columns: ``solve_for`` (``"diff"``,
@@ -122,6 +123,15 @@ def power(
     """
     level = _args.level(level)
     rate = _checked(power, rate, between_var, within_var)
+    if advise:
+        from evalnb.analysis._stopped import refuse_stopped
+
+        refuse_stopped(
+            pilot,
+            "design advice",
+            "its own rule: its sequence already says whether more cases are needed; give "
+            "more cases or budget and resume it with the same until=",
+        )
     estimate = _from_pilot(pilot, a, b, check) if pilot is not None else {}
     if rate is None:
         rate = estimate.get("rate")

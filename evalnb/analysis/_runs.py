@@ -23,6 +23,7 @@ from evalnb.analysis import _args
 from evalnb.analysis._compare import A_BETTER, CANT_TELL, MODES, compare
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._rates import rates
+from evalnb.analysis._stopped import refuse_stopped
 
 __all__ = ["NO_WORSE", "WORSE", "compare_runs", "definition_fingerprint"]
 
@@ -85,6 +86,8 @@ def compare_runs(
     if not isinstance(check, str):
         raise TypeError(f"'check' must be one check name; got {check!r}")
     old_run, new_run = _run("a", "baseline", a), _run("b", "new", b)
+    for run in (old_run, new_run):
+        refuse_stopped(run, "comparison of runs", "evalnb.compare(run) on that run alone")
     new_id, old_id = _run_id(new_run), _run_id(old_run)
     counts = pd.concat(
         [_case_counts(old_run, OLD, check, level), _case_counts(new_run, NEW, check, level)],

@@ -1,18 +1,22 @@
 """Run until decided: an anytime-valid confidence sequence for the mean per-case paired
 difference (B - A), and the stopping rule :class:`Decided` the runner calls.
 
-The case is the unit: a case's repeats are averaged into its pass rate on each side, and
-its difference ``d = rate_b - rate_a`` lies in [-1, 1], mapped to ``x = (d + 1) / 2`` in
-[0, 1]. The cases are taken in a seeded random order, so the differences seen so far are
-a random sample of the suite's cases. For each candidate mean ``m`` two bettors stake on
-``x`` being above or below ``m``: the hedged capital process of Waudby-Smith & Ramdas,
-"Estimating means of bounded random variables by betting" (JRSS-B 2024, eq. 23), with
-their predictable plug-in bets (eq. 26: a running variance with one prior observation),
-each bettor's capital split between bets capped at 1/2 and at 9/10 of the largest stake
-that keeps the capital positive (their diversified capital). Where the
-capital of either bettor reaches ``2 / alpha``, ``m`` is ruled out (Ville's inequality:
-with probability ``1 - alpha`` the true mean is never ruled out, however often one looks).
-The sequence is the running intersection of the sets not ruled out.
+The case is the unit, or the case group when cases have groups (paraphrases of one question,
+one document's questions: as in :func:`evalnb.compare`, whose cases are not independent): a
+case's repeats are averaged into its pass rate on each side, a group's cases into the mean
+of their differences, and the unit's difference ``d`` lies in [-1, 1], mapped to ``x =
+(d+1)/2`` in [0, 1]. The units are taken in a seeded random order, so the differences seen
+so far are a random sample of the suite's units (with cases as units while their groups'
+effects are shared, 5 groups x 40 cases whose effects average 0 ended "better" in most runs;
+``benchmarks/decide.py``). For each candidate mean ``m`` two bettors stake on ``x`` being
+above or below ``m``: the hedged capital process of Waudby-Smith & Ramdas, "Estimating means
+of bounded random variables by betting" (JRSS-B 2024, eq. 23), with their predictable plug-
+in bets (eq. 26: a running variance with one prior observation), each bettor's capital split
+between bets capped at 1/2 and at 9/10 of the largest stake that keeps the capital positive
+(their diversified capital). Where the capital of either bettor reaches ``2 / alpha``, ``m``
+is ruled out (Ville's inequality: with probability ``1 - alpha`` the true mean is never
+ruled out, however often one looks). The sequence is the running intersection of the sets
+not ruled out.
 
 ``population=N`` gives their without-replacement version ("Confidence sequences for
 sampling without replacement", NeurIPS 2020): the null mean of the next draw is that of
@@ -37,10 +41,8 @@ from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number
 from evalnb._stopping import CaseOutcomes, Decision
 from evalnb.analysis._frames import Run
-from evalnb.analysis._paired import wide_counts
-from evalnb.analysis._tally import tallies
 
-__all__ = ["Decided", "betting_log_capital", "betting_sequence", "confidence_sequence"]
+__all__ = ["Decided", "betting_log_capital", "betting_sequence", "unit_means", "with_units"]
 
 METHOD = (
     "anytime-valid betting confidence sequence over cases (Waudby-Smith & Ramdas 2024, "
@@ -163,41 +165,14 @@ def betting_sequence(
     return low, high, log_e
 
 
-def confidence_sequence(
-    data: Run | Sequence[float] | np.ndarray,
-    *,
-    a: str | None = None,
-    b: str | Sequence[str] | None = None,
-    check: str = "all",
-    alpha: float | None = None,
-    margin: float | None = None,
-    population: int | None = None,
-) -> pd.DataFrame:
-    """The anytime-valid confidence sequence for the mean per-case difference (B - A),
-    one row per look.
-
-    ``data`` is a run made with ``until=evalnb.Decided(...)`` (its rule gives ``a``,
-    ``b``, ``alpha`` and ``margin``; the cases are taken in the order the run drew them,
-    as far as every one of them is complete), or per-case differences in [-1, 1] in the
-    order the cases were drawn (``alpha`` default 0.05; ``population``: the number of
-    cases in the suite, for the without-replacement form, exact only when each case's
-    difference is a fixed number).
-
-    Returns:
-        DataFrame, one row per look (and comparison, for a run: ``a``, ``b``, ``check``
-        first), columns ``cases`` (looked at so far), ``estimate`` (their mean
-        difference), ``low``, ``high`` (the sequence: the running intersection, on a grid
-        of 0.001), ``p_value`` (anytime-valid, for no difference), ``level``, ``verdict``
-        ("B better", "A better", "equivalent" when inside +-``margin``, else "can't tell
-        yet") and ``method``; for a run also ``samples`` (both sides, so far).
-
-    >>> evalnb.confidence_sequence(evalnb.load("runs/until"))  # doctest: +SKIP
-    """
-    if isinstance(data, Run):
-        return sequence_frame(data, a=a, b=b, check=check, on="variant")
-    return _sequence_of(
-        data, alpha=0.05 if alpha is None else alpha, margin=margin, population=population
-    )
+def with_units(frame: pd.DataFrame, cases: np.ndarray, *, grouped: bool) -> pd.DataFrame:
+    """A sequence over units, with the cases behind each look and the unit named."""
+    frame.insert(1, "groups", frame["cases"].to_numpy())
+    frame["cases"] = np.asarray(cases)[: len(frame)]
+    frame.insert(len(frame.columns) - 1, "unit", "group" if grouped else "case")
+    if grouped:
+        frame["method"] = frame["method"] + ", over case groups"
+    return frame
 
 
 def _sequence_of(
@@ -292,6 +267,18 @@ class _Running:
         }
 
 
+def unit_means(d: np.ndarray, units: Sequence[Any]) -> np.ndarray:
+    """Per unit (in the order units first appear), the mean of its cases' differences,
+    leaving out the cases with none (NaN) and the units left with no case."""
+    codes, _ = pd.factorize(pd.Series(list(units), dtype=object), sort=False)
+    keep = ~np.isnan(d)
+    size = int(codes.max(initial=-1)) + 1
+    count = np.bincount(codes[keep], minlength=size)
+    total = np.bincount(codes[keep], weights=d[keep], minlength=size)
+    means: np.ndarray = total[count > 0] / count[count > 0]
+    return means
+
+
 def verdict(low: float, high: float, margin: float | None) -> str:
     """What an interval of the sequence says: a side better, equivalent, or not yet."""
     if not (math.isfinite(low) and math.isfinite(high)):
@@ -327,7 +314,9 @@ class Decided:
     ``run(..., until=evalnb.Decided(a="v1", b="v2"))`` takes the cases in a seeded random
     order, runs each for every variant and repeat, and after each case looks at the
     anytime-valid confidence sequence for the mean per-case difference (B - A) on
-    ``check``. It stops when the sequence excludes 0 ("B better" / "A better"), when it
+    ``check``; when the cases name groups (:attr:`CaseOutcomes.group`), the unit is the
+    group and its difference the mean over its cases (the runner draws groups whole and
+    looks after each). It stops when the sequence excludes 0 ("B better" / "A better"), when it
     lies inside +-``margin`` ("equivalent", only with a margin), or when the cases or the
     budget run out ("can't tell yet"). With several ``b``, each comparison gets
     ``alpha / len(b)`` (Bonferroni) and the run stops once every one is decided.
@@ -395,16 +384,17 @@ class Decided:
         )
 
     def differences(self, cases: Sequence[CaseOutcomes]) -> dict[str, np.ndarray]:
-        """Per ``b``, the differences of the cases both sides scored, in draw order."""
+        """Per ``b``, the differences of the units both sides scored, in draw order: per
+        case, or per case group (the mean over its cases) when the cases name groups."""
         out = {}
+        units = [c.group if c.group is not None else f"\0{c.case_id}" for c in cases]
         for b in self._b:
             d = [
                 case_rate(c.samples.get(b, ()), self.check)
                 - case_rate(c.samples.get(self.a, ()), self.check)
                 for c in cases
             ]
-            arr = np.asarray(d, dtype=float)
-            out[b] = arr[~np.isnan(arr)]
+            out[b] = unit_means(np.asarray(d, dtype=float), units)
         return out
 
     def _advance(self, b: str, d: np.ndarray) -> dict[str, Any]:
@@ -422,8 +412,11 @@ class Decided:
         """The sequence over ``cases`` (completed, in draw order): stop once every
         comparison is decided."""
         comparisons = []
+        grouped = any(c.group is not None for c in cases)
         for b, d in self.differences(cases).items():
             entry: dict[str, Any] = {"b": b, "cases": len(d)}
+            if grouped:  # the groups are the sequence's draws
+                entry.update(cases=len(cases), groups=len(d))
             if len(d):
                 row = self._advance(b, d)
                 entry.update(
@@ -443,152 +436,6 @@ class Decided:
         )
 
 
-def sequence_frame(data: Run, *, a: str | None, b: Any, check: Any, on: str) -> pd.DataFrame:
-    """The confidence sequence of a run made with ``until=Decided``, one row per
-    comparison and look, from its samples in the order the run drew its cases."""
-    until = _until_record(data)
-    rule = Decided.from_record(until["rule"])
-    a = rule.a if a is None else a
-    bs = list(rule.variants[1:]) if b is None else [b] if isinstance(b, str) else list(b)
-    position = {case: i for i, case in enumerate(_looked_at(data, until))}
-    parts = []
-    for name in bs:
-        wide, left, right = _paired(data, a, name, check, on)
-        for check_name, rows in wide.groupby("check", sort=False, observed=True):
-            rows = rows[rows["paired"]].copy()
-            rows["_at"] = rows["case_id"].astype(object).map(position)
-            rows = rows.dropna(subset=["_at"]).sort_values("_at", kind="stable")
-            if rows.empty:
-                continue
-            seq = _sequence_of(
-                rows["diff"].to_numpy(float),
-                alpha=rule.alpha_each,
-                margin=rule.margin,
-                population=None,
-            )
-            seq.insert(0, "check", str(check_name))
-            seq.insert(0, "b", right)
-            seq.insert(0, "a", left)
-            seq["samples"] = np.cumsum((rows["n_a"] + rows["n_b"]).to_numpy())
-            parts.append(seq)
-    if not parts:
-        raise ArgumentError(f"no case of this run has scored samples of both {a!r} and {bs!r}")
-    return pd.concat(parts, ignore_index=True)
-
-
-def _looked_at(data: Run, until: Mapping[str, Any]) -> list[str]:
-    """The drawn cases a look could see: the longest run of complete cases from the start
-    of the drawn order, as the runner looked (a case begun when the rule fired is kept
-    in the run but is not part of the sequence)."""
-    manifest = data.manifest
-    per_case = len(manifest.get("variants") or []) * int(manifest.get("repeats") or 1)
-    counts = data.table("samples", ["case_id"])["case_id"].astype(object).value_counts()
-    looked = []
-    for case in until.get("order") or []:
-        if counts.get(case, 0) < per_case:
-            break
-        looked.append(case)
-    return looked
-
-
-def _until_record(data: Run) -> dict[str, Any]:
-    until = data.manifest.get("until") if len(data.manifests) == 1 else None
-    if not until:
-        raise ArgumentError("this run was not made with until=Decided(...): it has no sequence")
-    return dict(until)
-
-
 def is_sequential(data: Any) -> bool:
     """Whether ``data`` is one run made with ``until=Decided``."""
     return isinstance(data, Run) and len(data.manifests) == 1 and bool(data.manifest.get("until"))
-
-
-def compare_sequence(data: Run, *, a: str | None, b: Any, check: Any, on: str) -> pd.DataFrame:
-    """:func:`evalnb.compare` on a run stopped by its sequence: the last look of the same
-    sequence, labelled, never a fixed-n interval on an optionally stopped run."""
-    until = _until_record(data)
-    seq = sequence_frame(data, a=a, b=b, check=check, on=on)
-    last = seq.groupby(["a", "b", "check"], sort=False).tail(1).reset_index(drop=True)
-    total = len(until.get("order") or [])
-    family = len(Decided.from_record(until["rule"]).variants) - 1
-    rows = []
-    for row in last.to_dict("records"):
-        wide = _rates(data, row["a"], row["b"], row["check"], on)
-        looks = len(until.get("looks") or []) or int(row["cases"])
-        note = (
-            f"stopped early after {looks} of {total} cases ({until.get('stopped')}); the "
-            "interval is the anytime-valid sequence at its last look"
-            if looks < total
-            else f"every one of the {total} cases ran; the interval is the sequence's last look"
-        )
-        if int(row["cases"]) > looks:
-            note += f"; {int(row['cases']) - looks} more finished in flight and are included"
-        rows.append(
-            {
-                "check": row["check"],
-                "a": row["a"],
-                "b": row["b"],
-                "cases": int(row["cases"]),
-                "groups": int(row["cases"]),
-                "repeats_a": wide["repeats_a"],
-                "repeats_b": wide["repeats_b"],
-                "rate_a": wide["rate_a"],
-                "rate_b": wide["rate_b"],
-                "diff": float(row["estimate"]),
-                "se": math.nan,
-                "df": math.nan,
-                "low": float(row["low"]),
-                "high": float(row["high"]),
-                "level": float(row["level"]),
-                "p_value": float(row["p_value"]),
-                "p_exact": math.nan,
-                "min_p": 0.0,
-                "p_adjusted": min(1.0, float(row["p_value"]) * family),
-                "correlation": wide["correlation"],
-                "note": note,
-                "verdict": row["verdict"],
-                "mode": "random",
-                "method": row["method"],
-                "exact_method": "",
-                "interval_method": row["method"],
-                "unpaired": wide["unpaired"],
-                "comparisons": family,
-                "adjust": "bonferroni" if family > 1 else "none",
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def _paired(data: Run, a: str, b: str, check: Any, on: str) -> tuple[pd.DataFrame, str, str]:
-    """Per check and case: both sides' counts, rates and difference, and whether both
-    sides scored the case (only then is it paired, as in :func:`evalnb.compare`)."""
-    counts = tallies(data, [on, "case_id"], check=check)
-    side = counts[on].astype(object).astype(str)
-    for name in (a, b):
-        if not (side == name).any():
-            raise ArgumentError(
-                f"'a' and 'b' must be {on} values of the run; got {name!r} (values: "
-                f"{sorted(set(side))!r})"
-            )
-    wide = wide_counts(counts, a, b, by=[], on=on, cluster="case_id")  # compare's own pairing
-    wide = wide.assign(check=wide["check"].astype(object), case_id=wide["case_id"].astype(object))
-    return wide, a, b
-
-
-def _rates(data: Run, a: str, b: str, check: str, on: str) -> dict[str, Any]:
-    wide, _, _ = _paired(data, a, b, check, on)
-    rows = wide[(wide["check"].astype(object) == check)]
-    paired = rows[rows["paired"]]
-    corr = (
-        float(np.corrcoef(paired["rate_a"], paired["rate_b"])[0, 1])
-        if len(paired) > 2 and paired["rate_a"].std() > 0 and paired["rate_b"].std() > 0
-        else math.nan
-    )
-    return {
-        "repeats_a": float(paired["n_a"].mean()) if len(paired) else math.nan,
-        "repeats_b": float(paired["n_b"].mean()) if len(paired) else math.nan,
-        "rate_a": float(paired["rate_a"].mean()) if len(paired) else math.nan,
-        "rate_b": float(paired["rate_b"].mean()) if len(paired) else math.nan,
-        "correlation": corr,
-        "unpaired": int((~rows["paired"]).sum()),
-    }

@@ -70,7 +70,7 @@ def case_rows(
     else:
         passed = rate >= min_case_rate - 1e-12
         rule = f"rate >= {min_case_rate:g}"
-    verdicts = case_verdicts(scored["k"].to_numpy(), scored["n"].to_numpy())
+    verdicts = case_verdicts(scored["k"], scored["n"], scored.get("incomplete", 0))
     if no_flaky:
         passed = passed & (verdicts != FLAKY)
         rule += ", not flaky"

@@ -28,6 +28,7 @@ import pandas as pd
 
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis import Run, load, suite_rate
+from evalnb.analysis._stopped import refuse_stopped
 from evalnb.store import Manifest
 
 __all__ = ["EEE_SCHEMA_VERSION", "export_eee", "export_inspect_scores", "export_samples"]
@@ -360,8 +361,10 @@ def export_eee(
 ) -> list[Path]:
     """Write Every Eval Ever records for a run under ``out_dir``, in that project's layout:
     per variant ``data/<run_id>/<developer>/<model>/<uuid>.json`` (the aggregate) and
-    ``<uuid>_samples.jsonl`` (the instances) beside it; returns the paths."""
+    ``<uuid>_samples.jsonl`` (the instances) beside it; returns the paths. A run made with
+    ``until=`` (optionally stopped) is refused: its suite intervals would be fixed-n ones."""
     run = load(run_dir)
+    refuse_stopped(run, "interval in an export", "evalnb.confidence_sequence(run)")
     manifest = run.info
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ from evalnb.analysis._frames import Run
 from evalnb.analysis._history import history
 from evalnb.analysis._latency import latency
 from evalnb.analysis._rates import rates
+from evalnb.analysis._sequence import is_sequential
 from evalnb.analysis._story import p_phrase, story
 from evalnb.analysis._suite import suite_rate
 from evalnb.analysis._tally import ALL
@@ -492,7 +493,7 @@ def _stable_order(table: pd.DataFrame) -> Any:
 
 def _cases_section(run: Run, check: str, level: float) -> Section:
     table = rates(run, ["case_id", "variant"], check=check, level=level)
-    verdicts = case_verdicts(table["k"].to_numpy(), table["n"].to_numpy())
+    verdicts = case_verdicts(table["k"], table["n"], table.get("incomplete", 0))
     table = table.assign(
         cell=[
             f"{share(k, n)} {number(e, 2)} ({number(lo, 2)} to {number(hi, 2)}) {verdict}"
@@ -611,10 +612,15 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
         pd.DataFrame(rows),
         [
             *notes,
-            "paired per-case differences (B - A), standard error across cases, t interval "
-            "with cases - 1 degrees of freedom: it generalises to new cases like these; "
-            "p is the verdict's (with few cases the exact sign-flip test's, which must agree); "
-            "never decided from overlapping intervals",
+            (
+                "the run was stopped by its sequence (until=Decided): the interval is its "
+                "anytime-valid confidence sequence at the last look, never a fixed-n one"
+                if is_sequential(run)
+                else "paired per-case differences (B - A), standard error across cases, t "
+                "interval with cases - 1 degrees of freedom: it generalises to new cases like "
+                "these; p is the verdict's (with few cases the exact sign-flip test's, which "
+                "must agree); never decided from overlapping intervals"
+            ),
             *(
                 [f"the figures mark the {FIGURE_CASES} cases that moved most"]
                 if len(run.cases) > FIGURE_CASES

@@ -563,7 +563,7 @@ def _planned(
     check_rule(design.until, variants, design.order, cluster)
     drawn = drawn_order(cases, design.seed)
     planned = plan(drawn, variants, design.repeats, design.order, design.seed)
-    watch = Watch(design.until, [c.id for c in drawn], len(variants) * design.repeats)
+    watch = Watch(design.until, drawn, len(variants) * design.repeats)
     return case_major(planned, drawn), watch
 
 

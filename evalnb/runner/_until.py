@@ -8,6 +8,11 @@ outcomes of the cases completed so far, in the order they were drawn, it returns
 random order, one case (every variant x repeat) after another, and after each case whose
 predecessors are all complete it calls ``look``. Looks follow the drawn order, not the
 order samples happen to finish in, so a slow case cannot bias the sequence.
+
+When cases have groups (several cases share a ``group``), the group is the unit, as in
+:func:`evalnb.compare`: the seeded order draws groups, a group's cases run one after
+another, each :class:`CaseOutcomes` names its group, and the rule looks only once a whole
+group is complete. The manifest's ``until`` records the ``unit`` (``case`` or ``group``).
 """
 
 from __future__ import annotations
@@ -48,10 +53,15 @@ def check_rule(until: Any, variants: Sequence[Variant], order: str, cluster: Any
 
 
 def drawn_order(cases: Sequence[Case], seed: int) -> list[Case]:
-    """The cases in the seeded random order a rule sees them."""
-    drawn = list(cases)
-    random.Random(f"until:{seed}").shuffle(drawn)
-    return drawn
+    """The cases in the seeded random order a rule sees them: the groups shuffled, each
+    group's cases together in their own order (with one case per group: the cases
+    shuffled, the order of old)."""
+    members: dict[str, list[Case]] = {}
+    for case in cases:
+        members.setdefault(case.group or case.id, []).append(case)
+    groups = list(members)
+    random.Random(f"until:{seed}").shuffle(groups)
+    return [case for group in groups for case in members[group]]
 
 
 def case_major(
@@ -67,9 +77,15 @@ class Watch:
     """The runner's side of a rule: outcomes per case as samples finish, the looks, and
     why the run stopped."""
 
-    def __init__(self, rule: StoppingRule, drawn: Sequence[str], per_case: int) -> None:
+    def __init__(
+        self, rule: StoppingRule, drawn: Sequence[Case] | Sequence[str], per_case: int
+    ) -> None:
         self.rule = rule
-        self.drawn = list(drawn)
+        self.drawn = [c if isinstance(c, str) else c.id for c in drawn]
+        self.group = {c.id: c.group or c.id for c in drawn if not isinstance(c, str)} or {
+            c: c for c in self.drawn
+        }
+        self.unit = "group" if len(set(self.group.values())) < len(self.group) else "case"
         self.per_case = per_case
         self.outcomes: dict[str, dict[str, dict[int, dict[str, bool | None]]]] = {}
         self.finished: dict[str, int] = {}
@@ -90,15 +106,24 @@ class Watch:
         )
 
     def update(self) -> bool:
-        """Look after each newly completed case of the drawn order; True once decided."""
+        """Look after each newly completed case of the drawn order (after each completed
+        group, when the unit is the group); True once decided."""
         while not self.decided and self.looked < len(self.drawn):
             if self.finished.get(self.drawn[self.looked], 0) < self.per_case:
                 break
             self.looked += 1
+            if not self._ends_group(self.looked):
+                continue
             decision = self.rule.look(self._cases(self.looked))
             self.looks.append(decision.look)
             self.decided = decision.stop
         return self.decided
+
+    def _ends_group(self, count: int) -> bool:
+        """Whether the first ``count`` drawn cases end with a whole group."""
+        if count >= len(self.drawn):
+            return True
+        return self.group[self.drawn[count]] != self.group[self.drawn[count - 1]]
 
     def _cases(self, count: int) -> list[CaseOutcomes]:
         cases = []
@@ -108,6 +133,7 @@ class Watch:
                 CaseOutcomes(
                     case_id,
                     {v: tuple(s[r] for r in sorted(s)) for v, s in by_variant.items()},
+                    self.group[case_id] if self.unit == "group" else None,
                 )
             )
         return cases
@@ -129,6 +155,7 @@ class Watch:
         return {
             "rule": self.rule.describe(),
             "order": self.drawn,
+            "unit": self.unit,
             "looks": self.looks,
             "stopped": stopped,
             "verdicts": self.looks[-1]["comparisons"] if self.looks else [],

@@ -107,3 +107,27 @@ def test_agreement_errors(drawn: Path) -> None:
         agreement(run, check=["schema", "values"])
     with pytest.raises(ValueError, match=r"'level' must be a number between 0 and 1"):
         agreement(run, level=1.5)
+
+
+def test_across_case_pass_at_k_is_wilson_on_the_cases_not_certainty() -> None:
+    """Issue 39: five cases always pass and one passes 1 of 4 draws. pass@3 per case is 1,
+    and 1 - C(3, 3) / C(4, 3) = 0.75 for the last, so the mean is 5.75 / 6; its interval is
+    Wilson on the 6 cases (the largest variance values in [0, 1] can have), where the
+    effective n of the spread took it near certainty."""
+    passes = [4, 4, 4, 4, 4, 1]
+    frame = pd.DataFrame(
+        {
+            "case_id": np.repeat([f"c{i}" for i in range(6)], 4),
+            "variant": "v",
+            "outcome": [r < k for k in passes for r in range(4)],
+            "answer": ["yes" if r < k else "no" for k in passes for r in range(4)],
+        }
+    )
+    row = agreement(frame, by="variant", key="answer", at=3).iloc[0]
+    assert row["pass_at_k"] == pytest.approx(5.75 / 6)
+    # statsmodels proportion_confint(5.75, 6, alpha=0.05, method="wilson")
+    assert (row["pass_at_k_low"], row["pass_at_k_high"]) == pytest.approx(
+        (0.5612728, 0.9975875), abs=1e-6
+    )
+    assert row["pass_hat_k"] == pytest.approx(5 / 6)
+    assert "pass@k and pass^k: Wilson on the case groups" in row["method"]

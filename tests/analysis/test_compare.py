@@ -167,3 +167,51 @@ def test_two_runs_compare_on_run_id(tmp_path: Path) -> None:
     result = compare(load([before, after]), a="monday", b="friday", on="run_id").iloc[0]
     assert (result["a"], result["b"], result["cases"]) == ("monday", "friday", 40)
     assert result["diff"] == pytest.approx(0.15) and result["verdict"] == "B better"
+
+
+def _fixed_frame(passes_a: list[int], passes_b: list[int], repeats: int) -> pd.DataFrame:
+    rows = [
+        {"case_id": f"c{i}", "variant": side, "check": "ok", "outcome": r < k}
+        for i, pair in enumerate(zip(passes_a, passes_b, strict=True))
+        for side, k in zip("AB", pair, strict=True)
+        for r in range(repeats)
+    ]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("passes_a", "passes_b"), [([2, 0], [3, 3]), ([0, 0], [3, 1]), ([3, 1, 3], [3, 0, 0])]
+)
+def test_at_p_exactly_alpha_the_verdict_and_its_interval_agree(
+    passes_a: list[int], passes_b: list[int]
+) -> None:
+    """Fixed mode, 3 repeats (issue 39): the exact conditional p is 1/20 exactly. For
+    A 2/3, 0/3 and B 3/3, 3/3: given each case's total passes, B's passes are 2 or 3 with
+    1/2 each in the first case (hypergeometric, 6 draws, 5 passes) and 0..3 with 1/20,
+    9/20, 9/20, 1/20 in the second, so B's total of 6 and the equally unlikely 2 each have
+    1/2 x 1/20: p = 1/20 (R's mantelhaen.test(exact = TRUE) sums the same tables). Summed
+    two ways it was 0.05000000000000001 for the verdict and 0.049999999999999975 in the
+    interval's inversion; p = alpha does not reject, and the interval holds 0."""
+    out = compare(_fixed_frame(passes_a, passes_b, 3), a="A", b="B", check="ok", mode="fixed")
+    row = out.iloc[0]
+    assert row["p_exact"] == pytest.approx(0.05, rel=1e-12)
+    assert row["verdict"] == "can't tell yet"
+    assert row["low"] <= 0 <= row["high"]
+    assert row["interval_method"].endswith("inverted")
+
+
+def test_the_verdict_and_the_interval_agree_in_every_fixed_design_of_three_repeats() -> None:
+    """Every 2- and 3-case table of 3 repeats a side: "can't tell yet" exactly when the
+    interval holds 0."""
+    rng = np.random.default_rng(39)
+    frames = []
+    for trial in range(300):
+        cases = int(rng.integers(2, 4))
+        frame = _fixed_frame(
+            list(rng.integers(0, 4, cases)), list(rng.integers(0, 4, cases)), 3
+        ).assign(trial=trial)
+        frames.append(frame)
+    out = compare(pd.concat(frames), "trial", a="A", b="B", check="ok", mode="fixed")
+    holds_zero = (out["low"] <= 0) & (out["high"] >= 0)
+    assert ((out["verdict"] == "can't tell yet") == holds_zero).all()
+    assert (out["verdict"] != "can't tell yet").sum() > 0

@@ -8,7 +8,7 @@ from junitparser import JUnitXml
 
 import evalnb
 from evalnb.cli._ci import case_rows, junit_xml
-from tests.builders import counts_run
+from tests.builders import counts_run, write_run
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +74,50 @@ def test_junit_and_the_report_carry_the_verdict(run, tmp_path):
     text = evalnb.report_text(run)
     assert "3/5 0.60 (0.23 to 0.88) flaky" in text  # Wilson 95% for 3/5, then the verdict
     assert "stable-pass" in text and "see evalnb.flakiness" in text
+
+
+def test_a_stable_case_with_one_timeout_is_not_called_flaky_and_says_why(tmp_path):
+    """30 repeats; case-00 passes every completed draw and times out once, case-01 fails
+    once on a completed draw, case-02 never completes. flakiness() and agreement() name
+    the same cases flaky, and the timeout is named apart from the model's failures."""
+    rows = []
+    for r in range(30):
+        timeout = r == 7
+        rows.append(
+            {
+                "case_id": "case-00",
+                "variant": "v1",
+                "repeat": r,
+                "status": "timeout" if timeout else "completed",
+                "answer": None if timeout else "yes",
+                "checks": {"ok": not timeout},
+            }
+        )
+        rows.append({"case_id": "case-01", "variant": "v1", "repeat": r, "checks": {"ok": r != 3}})
+        rows.append(
+            {
+                "case_id": "case-02",
+                "variant": "v1",
+                "repeat": r,
+                "status": "error",
+                "answer": None,
+                "checks": {"ok": False},
+            }
+        )
+    run = evalnb.load(write_run(tmp_path / "r", rows))
+    table = evalnb.flakiness(run).set_index("case_id")
+    assert list(table["verdict"]) == ["stable-pass", "flaky", "incomplete"]
+    stable = table.loc["case-00"]
+    assert (stable["k"], stable["n"], stable["incomplete"], stable["completed"]) == (29, 30, 1, 29)
+    assert stable["detail"].startswith(
+        "passed all 29 completed repeats; 1 incomplete (timeout, error...), not a model failure"
+    )
+    # statsmodels proportion_confint(29, 30, method="beta")[0] = 0.8278: the rate keeps
+    # the timeout in its denominator, as every rate does
+    assert stable["low"] == pytest.approx(0.827822, abs=1e-5)
+    assert table.loc["case-02", "detail"].startswith("none of 30 repeats completed")
+    flaky = evalnb.agreement(run, key="answer").set_index("case_id")["flaky"]
+    assert list(flaky) == [False, True, False]
+    # the gate counts the model's flaky case only
+    rows = evalnb.gate(run, policy={"no_flaky": True})
+    assert rows.loc[rows["rule"] == "no_flaky", "value"].item() == 1.0

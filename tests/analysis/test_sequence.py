@@ -73,14 +73,17 @@ def test_sequence_frame_columns_and_running_intersection():
     seq = confidence_sequence(d, alpha=0.05)
     assert list(seq.columns) == [
         "cases",
+        "groups",
         "estimate",
         "low",
         "high",
         "p_value",
         "level",
         "verdict",
+        "unit",
         "method",
     ]
+    assert (seq["groups"] == seq["cases"]).all() and (seq["unit"] == "case").all()
     assert seq["low"].is_monotonic_increasing and seq["high"].is_monotonic_decreasing
     assert seq["verdict"].iloc[-1] == "B better" and seq["verdict"].iloc[0] == "can't tell yet"
     assert "betting confidence sequence" in seq["method"].iloc[0]

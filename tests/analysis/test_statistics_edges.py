@@ -215,4 +215,4 @@ def test_ppi_with_few_reviewed_cases_says_its_interval_may_run_narrow() -> None:
         warnings.simplefilter("ignore", UserWarning)
         row = ppi_rate(frame, by=None).iloc[0]
     assert row["reviewed"] == 20 and row["reviewed_cases"] < 30
-    assert "(fewer than 30)" in row["note"] and "may run narrow" in row["note"]
+    assert "(fewer than 30)" in row["note"] and "variance is floored" in row["note"]

@@ -69,7 +69,38 @@ def test_a_perfect_judge_needs_no_correction() -> None:
     judge = truthful["outcome"].astype(float).groupby(truthful["case_id"]).mean()
     assert row["correction"] == pytest.approx(0.0)
     assert row["estimate"] == pytest.approx(judge.mean())
-    assert row["se"] == pytest.approx(judge.std(ddof=1) / np.sqrt(15))
+    # no label disagrees, which is not a judge without errors: the correction's variance
+    # is that of 1 disagreement in L + 2 labels (Agresti & Caffo 2000), beside the judge's
+    labels = int(reviewed.sum())
+    share = 1 / (labels + 2)
+    floor = share * (1 - share) / labels
+    assert row["se"] == pytest.approx(np.sqrt(judge.var(ddof=1) / 15 + floor))
+
+
+def test_labels_that_show_no_disagreement_do_not_make_the_judge_certain() -> None:
+    """Issue 39: 20 labels of 250 samples, human rate 0.8, a judge passing 30% of the human
+    fails (a bias of +0.06). When no label disagrees the correction once had standard error
+    0 and the interval was the judge's own, which missed the human rate; now it holds it."""
+    rng = np.random.default_rng(39)
+    misses = []
+    for _ in range(400):
+        human = rng.random((50, 5)) < rng.beta(8, 2, size=50)[:, None]
+        judge = human | (rng.random((50, 5)) < 0.3)
+        seen = np.zeros(250, dtype=bool)
+        seen[rng.choice(250, 20, replace=False)] = True
+        if (judge.ravel()[seen] != human.ravel()[seen]).any():
+            continue
+        frame = pd.DataFrame(
+            {
+                "case_id": np.repeat(np.arange(50), 5),
+                "outcome": judge.ravel(),
+                "verdict": np.where(seen, np.where(human.ravel(), "pass", "fail"), None),
+            }
+        )
+        row = ppi_rate(frame, by=None).iloc[0]
+        assert row["correction"] == 0
+        misses.append(not row["low"] <= 0.8 <= row["high"])
+    assert len(misses) > 50 and np.mean(misses) < 0.07
 
 
 def test_one_sample_per_case_is_the_textbook_ppi_estimate() -> None:
