@@ -22,6 +22,8 @@ ignore a checks part whose samples part is missing. The directory is ``0700`` an
 every file ``0600``: answers may hold private text.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from evalnb.store._lock import RunLock
 from evalnb.store._manifest import Manifest, schema_markdown
 from evalnb.store._provenance import now, provenance
@@ -54,18 +56,43 @@ from evalnb.store._shards import (
     fence_shards,
     shard_token,
 )
-from evalnb.store._verdicts import (
-    UNREVIEWED,
-    RunDirectories,
-    VerdictStore,
-    compact_verdicts,
-    latest_verdicts,
-    save_verdict,
-    save_verdicts,
-    verdict_history,
-    verdicts,
-)
 from evalnb.store._writer import RunWriter, cases_table, checks_table, samples_table
+
+if TYPE_CHECKING:
+    from evalnb.store._verdicts import UNREVIEWED as UNREVIEWED
+    from evalnb.store._verdicts import RunDirectories as RunDirectories
+    from evalnb.store._verdicts import VerdictStore as VerdictStore
+    from evalnb.store._verdicts import compact_verdicts as compact_verdicts
+    from evalnb.store._verdicts import latest_verdicts as latest_verdicts
+    from evalnb.store._verdicts import save_verdict as save_verdict
+    from evalnb.store._verdicts import save_verdicts as save_verdicts
+    from evalnb.store._verdicts import verdict_history as verdict_history
+    from evalnb.store._verdicts import verdicts as verdicts
+
+#: The verdict store's names load on first use: it reads verdicts with pandas, which the
+#: runner's side (``import evalnb.runner``) never loads.
+_VERDICTS = frozenset(
+    (
+        "UNREVIEWED",
+        "RunDirectories",
+        "VerdictStore",
+        "compact_verdicts",
+        "latest_verdicts",
+        "save_verdict",
+        "save_verdicts",
+        "verdict_history",
+        "verdicts",
+    )
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _VERDICTS:
+        from evalnb.store import _verdicts
+
+        return getattr(_verdicts, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CASES_SCHEMA",
