@@ -17,7 +17,7 @@ import pytest
 
 from evalnb import Case, OpenAIChat, Request, TargetError, Variant, run, store
 from evalnb.checks import check_types
-from evalnb.targets import _openai as openai_target
+from evalnb.targets import _http as http_target
 
 TYPES = ", ".join(repr(name) for name in sorted(check_types()))
 SHOP = "data/cases/shop.jsonl"
@@ -447,7 +447,7 @@ def test_the_client_timeouts_reach_httpx_own_transport(monkeypatch):
         return httpx.Response(200, json={"choices": [{"message": {"content": "pong"}}]})
 
     monkeypatch.setattr(
-        openai_target, "_transport", lambda name, session: httpx.MockTransport(handler)
+        http_target, "_transport", lambda name, session: httpx.MockTransport(handler)
     )
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(name, raising=False)

@@ -1,0 +1,183 @@
+"""The vendors' protocols (Anthropic, OpenAI Responses, Gemini, Bedrock, Azure) against the
+real stand-in server on 127.0.0.1: every one with OpenAIChat's guarantees."""
+
+import json
+import time
+
+import pytest
+
+from evalnb import (
+    AnthropicMessages,
+    AzureOpenAIChat,
+    BedrockConverse,
+    Case,
+    GeminiGenerateContent,
+    OpenAIResponses,
+    Variant,
+    run,
+    store,
+)
+from evalnb.standin import register_assistant
+from evalnb.standin._notes import NEVER, NotesAssistant
+
+SHOP = "data/cases/shop.jsonl"
+PROTOCOLS = ["anthropic", "responses", "gemini", "bedrock", "azure"]
+SECRET = "sk-vendor-SECRET-0123456789abcdef"
+AWS_SECRET = "aws-secret-key-ABCDEFGHIJ0123456789"
+#: The route each protocol posts to, as the stand-in logs it.
+ROUTES = {"anthropic": "anthropic", "responses": "responses", "gemini": "gemini"}
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch):
+    monkeypatch.setenv("EVALNB_VENDOR_KEY", SECRET)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE0000")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
+    for name in (
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+def make(protocol, standin, model="shop-v1", **options):
+    """The protocol's target on the stand-in, with the key (Bedrock: signed with SigV4)."""
+    if protocol != "bedrock":
+        options.setdefault("api_key_env", "EVALNB_VENDOR_KEY")
+    if protocol == "anthropic":
+        return AnthropicMessages(model, base_url=standin.base_url, **options)
+    if protocol == "responses":
+        return OpenAIResponses(standin.base_url, model, **options)
+    if protocol == "gemini":
+        return GeminiGenerateContent(model, base_url=standin.url + "/v1beta", **options)
+    if protocol == "bedrock":
+        return BedrockConverse(model, region="us-east-1", base_url=standin.url, **options)
+    return AzureOpenAIChat(standin.url, model, **options)
+
+
+def table(out, name):
+    return store.read_table(out, name).to_pandas()
+
+
+def logged(standin, since):
+    return [e for e in standin.requests() if e["time"] >= since]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_shop_run_completes_with_tokens_latency_and_the_key_sent(tmp_path, standin, protocol):
+    out = tmp_path / "r"
+    since = time.time()
+    variants = [Variant("v1"), Variant("v2", params={"model": "shop-v2"})]
+    target = make(protocol, standin, params={"temperature": 0.2})
+    run(SHOP, target, variants=variants, repeats=3, out=out, concurrency=8, progress=False)
+    samples = table(out, "samples")
+    assert len(samples) == 4 * 2 * 3 and (samples.status == "completed").all()
+    assert (samples.prompt_tokens > 0).all() and (samples.completion_tokens > 0).all()
+    assert (samples.total_tokens == samples.prompt_tokens + samples.completion_tokens).all()
+    assert (samples.latency_ms > 0).all() and (samples.finish_reason == "stop").all()
+    assert set(samples[samples.variant == "v2"].model) == {"shop-v2"}
+    assert samples.answer.str.contains("A-1042|order", regex=True).any()
+    entries = logged(standin, since)
+    assert {e["protocol"] for e in entries} == {protocol}
+    assert all(e["authorized"] for e in entries)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["target"]["type"] == target.kind
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("kind", ["status_429", "overloaded"])
+def test_retries_follow_retry_after_and_the_overload_status(tmp_path, standin, protocol, kind):
+    fault = {"kind": kind, "times": 1, "retry_after": 1}
+    case = Case("retry", prompt=f"retry me {protocol} {kind} {time.time()}")
+    target = make(protocol, standin, "echo", params={"standin_fault": fault}, backoff=0.01)
+    since = time.time()
+    out = tmp_path / "r"
+    run([case], target, out=out, progress=False)
+    (sample,) = table(out, "samples").itertuples()
+    assert sample.status == "completed" and sample.retries == 1
+    assert sample.latency_ms >= 1000  # the server's Retry-After, not the 0.01 s backoff
+    statuses = [e["status"] for e in logged(standin, since)]
+    expected = 429 if kind == "status_429" else (529 if protocol == "anthropic" else 503)
+    assert statuses == [expected, 200]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_truncated_body_is_one_incomplete_sample(tmp_path, standin, protocol):
+    fault = {"kind": "malformed"}
+    variants = [Variant("ok"), Variant("cut", params={"standin_fault": fault})]
+    out = tmp_path / "r"
+    run(
+        [Case("c", prompt="hello")],
+        make(protocol, standin, "echo"),
+        variants=variants,
+        out=out,
+        progress=False,
+    )
+    samples = table(out, "samples").set_index("variant")
+    assert samples.loc["ok", "status"] == "completed"
+    assert samples.loc["cut", "status"] == "malformed" and samples.loc["cut", "retries"] == 0
+    assert samples.loc["cut", "response"].startswith('{"id"')
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_key_never_appears_in_any_stored_file(tmp_path, standin, protocol):
+    out = tmp_path / "r"
+    since = time.time()
+    run(
+        [Case("c", prompt=f"hello {since}")],
+        make(protocol, standin, "echo"),
+        repeats=2,
+        out=out,
+        progress=False,
+    )
+    assert [e["authorized"] for e in logged(standin, since)] == [True, True]
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert len(files) >= 3
+    for path in files:
+        data = path.read_bytes()
+        assert SECRET.encode() not in data and AWS_SECRET.encode() not in data, path
+    for name in ("samples", "checks"):
+        cells = [str(value) for value in table(out, name).to_numpy().ravel()]
+        assert not any(SECRET in cell or AWS_SECRET in cell for cell in cells)
+    described = json.loads((out / "manifest.json").read_text())["target"]
+    assert described["api_key_env"] == (None if protocol == "bedrock" else "EVALNB_VENDOR_KEY")
+
+
+NOTES = "Project: Paper Kite\nLanguage: Go\n"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_note",
+            "description": "Read one note",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
+]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_tool_calls_become_requested_actions_the_action_checks_read(tmp_path, standin, protocol):
+    register_assistant("notes-tools", NotesAssistant(baseline=NEVER, revised=NEVER), replace=True)
+    checks = [
+        {"type": "required_action", "name": "read", "tool": "read_note", "path": "notes.txt"},
+        {"type": "forbidden_action", "name": "asked", "tool": "read_note"},
+    ]
+    case = Case("tools", prompt="What is the project in notes.txt called?", checks=checks)
+    target = make(protocol, standin, "notes-tools", params={"tools": TOOLS})
+    out = tmp_path / "r"
+    run([case], target, out=out, progress=False)
+    (sample,) = table(out, "samples").itertuples()
+    assert sample.status == "completed" and sample.finish_reason == "tool_calls"
+    (call,) = sample.tool_calls
+    assert call["name"] == "read_note" and json.loads(call["arguments"]) == {"path": "notes.txt"}
+    (action,) = sample.requested
+    assert action["tool"] == "read_note" and action["path"] == "notes.txt"
+    assert list(sample.executed) == []
+    outcomes = table(out, "checks").set_index("check")
+    # Requested is not executed: the required read did not happen, the forbidden ask did.
+    assert outcomes.loc["read", "outcome"] == False  # noqa: E712
+    assert "no executed read_note(notes.txt)" in outcomes.loc["read", "detail"]
+    assert outcomes.loc["asked", "detail"] == "requested read_note(notes.txt)"
