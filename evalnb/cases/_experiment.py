@@ -8,6 +8,7 @@ An experiment file is TOML; paths in it are relative to the file::
     [target]
     standin = true            # or base_url = "http://127.0.0.1:8080/v1", or command = [...]
     model = "shop-v1"
+    type = "openai"           # the protocol: anthropic, responses, gemini, bedrock, azure
 
     [[variants]]
     name = "v2"
@@ -62,7 +63,12 @@ _TARGET = (
     "standin",
     "base_url",
     "command",
+    "type",
     "model",
+    "region",
+    "api_version",
+    "headers",
+    "query",
     "api_key_env",
     "params",
     "timeout",

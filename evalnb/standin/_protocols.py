@@ -105,7 +105,9 @@ def _anthropic_request(body: dict[str, Any], route: Mapping[str, str]) -> dict[s
     messages = [{"role": "system", "content": system}] if system else []
     for turn in _required(body, "messages", list):
         messages += _anthropic_messages(turn)
-    chat = {k: body[k] for k in ("model", "temperature", "top_p", "standin_fault") if k in body}
+    chat: dict[str, Any] = {
+        k: body[k] for k in ("model", "temperature", "top_p", "standin_fault") if k in body
+    }
     chat.update(messages=messages, max_tokens=body["max_tokens"])
     if body.get("tools"):
         chat["tools"] = [
@@ -169,7 +171,9 @@ def _responses_request(body: dict[str, Any], route: Mapping[str, str]) -> dict[s
     messages = _responses_messages(body.get("input"))
     if body.get("instructions"):
         messages.insert(0, {"role": "system", "content": body["instructions"]})
-    chat = {k: body[k] for k in ("model", "temperature", "top_p", "standin_fault") if k in body}
+    chat: dict[str, Any] = {
+        k: body[k] for k in ("model", "temperature", "top_p", "standin_fault") if k in body
+    }
     chat["messages"] = messages
     if "max_output_tokens" in body:
         chat["max_tokens"] = body["max_output_tokens"]

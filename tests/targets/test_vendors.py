@@ -181,3 +181,33 @@ def test_tool_calls_become_requested_actions_the_action_checks_read(tmp_path, st
     assert outcomes.loc["read", "outcome"] == False  # noqa: E712
     assert "no executed read_note(notes.txt)" in outcomes.loc["read", "detail"]
     assert outcomes.loc["asked", "detail"] == "requested read_note(notes.txt)"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_evalnb_run_target_reaches_each_protocol_of_the_standin(tmp_path, protocol, capsys):
+    from evalnb.cli import main
+
+    out = tmp_path / "r"
+    argv = ["run", SHOP, "--standin", "--target", protocol, "--model", "shop-v2"]
+    assert main([*argv, "--repeats", "2", "--out", str(out), "--no-progress"]) == 0
+    samples = table(out, "samples")
+    assert (samples.status == "completed").all() and set(samples.model) == {"shop-v2"}
+    target = json.loads((out / "manifest.json").read_text())["target"]
+    assert target["type"] == make(protocol, StandInURL).kind
+
+
+class StandInURL:
+    url = "http://127.0.0.1:9"
+    base_url = url + "/v1"
+
+
+def test_an_unknown_target_type_is_one_line_naming_the_field(tmp_path, capsys):
+    from evalnb.cli import main
+
+    argv = ["run", SHOP, "--standin", "--model", "m", "--out", str(tmp_path / "r")]
+    experiment = tmp_path / "e.toml"
+    experiment.write_text('[target]\nstandin = true\ntype = "cohere"\nmodel = "m"\n')
+    assert main([*argv, "--experiment", str(experiment)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'target.type' (--target) must be one of" in err[0]
+    assert "got 'cohere'" in err[0]
