@@ -85,6 +85,7 @@ _VARIANT = (
     "shuffle_choices",
     "shuffle_seed",
     "params",
+    "target",
 )
 _JUDGE = ("model", "base_url", "api_key_env")
 _UNTIL = ("a", "b", "alpha", "margin", "check")
@@ -234,10 +235,18 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     variants = data.get("variants", [])
     if not isinstance(variants, list):
         raise CasesError(f"{path}: 'variants' must be an array of tables; got {variants!r}")
+    # A variant's own target (a provider of an imported comparison) rides in the target's
+    # settings, which build the run's target.
+    own = {v.get("name"): v["target"] for v in variants if isinstance(v, dict) and "target" in v}
+    for name, spec in own.items():
+        if not isinstance(spec, dict):
+            raise CasesError(
+                f"{path}: the target of variant {name!r} must be a table; got {spec!r}"
+            )
     return Experiment(
         path=path,
         cases=_cases_path(data["cases"], base) if "cases" in data else None,
-        target=dict(target),
+        target={**target, "variants": own} if own else dict(target),
         variants=[_variant(v, f"{path}: 'variants[{i}]'", base) for i, v in enumerate(variants)],
         settings={
             k: data[k] for k in ("repeats", "concurrency", "order", "seed", "timeout") if k in data

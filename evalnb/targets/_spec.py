@@ -19,6 +19,7 @@ from evalnb.targets._gemini import GeminiGenerateContent
 from evalnb.targets._http import HTTPTarget
 from evalnb.targets._openai import OpenAIChat
 from evalnb.targets._responses import OpenAIResponses
+from evalnb.targets._routed import ByVariant
 
 __all__ = ["TARGET_TYPES", "http_target"]
 
@@ -38,17 +39,56 @@ _DEFAULT_URL = {
     "responses": "https://api.openai.com/v1",
     "gemini": "https://generativelanguage.googleapis.com/v1beta",
 }
+#: What a variant's own target table may hold.
+_VARIANT_KEYS = (
+    "type",
+    "base_url",
+    "model",
+    "api_key_env",
+    "params",
+    "timeout",
+    "max_retries",
+    "region",
+    "api_version",
+    "headers",
+    "query",
+)
 #: Where the stand-in serves each protocol, under its root.
 _STANDIN_PATH = {"gemini": "/v1beta", "bedrock": "", "azure": ""}
 
 
-def http_target(spec: Mapping[str, Any], server: str | None) -> HTTPTarget:
+def http_target(spec: Mapping[str, Any], server: str | None) -> HTTPTarget | ByVariant:
     """The target ``spec`` describes, on ``server`` (the stand-in's ``/v1`` URL when
-    ``spec["standin"]``); errors name the field, what it must be and what it was."""
+    ``spec["standin"]``); errors name the field, what it must be and what it was.
+
+    ``spec["variants"]`` maps variant names to their own target tables (each on its own
+    ``base_url``, else its vendor's): the run's target is then a :class:`ByVariant`, whose
+    default is the run's own target when one is named.
+    """
+    own = spec.get("variants")
+    if own:
+        rest = {k: v for k, v in spec.items() if k != "variants"}
+        named = server is not None or (rest.get("type") or "openai") != "openai"
+        for name, table in own.items():
+            unknown = sorted(set(table) - set(_VARIANT_KEYS))
+            if unknown:
+                raise ArgumentError(
+                    f"'variants[{name!r}].target' keys must be among {', '.join(_VARIANT_KEYS)}; "
+                    f"got {unknown!r}"
+                )
+        targets = {
+            name: _one({**table, "standin": False}, table.get("base_url"), f"variants[{name!r}].")
+            for name, table in own.items()
+        }
+        return ByVariant(targets, _one(rest, server) if named else None)
+    return _one(spec, server)
+
+
+def _one(spec: Mapping[str, Any], server: str | None, where: str = "") -> HTTPTarget:
     kind = spec.get("type") or "openai"
     if kind not in TARGET_TYPES:
         names = ", ".join(repr(t) for t in TARGET_TYPES)
-        raise ArgumentError(f"'target.type' (--target) must be one of {names}; got {kind!r}")
+        raise ArgumentError(f"'target.{where}type' (--target) must be one of {names}; got {kind!r}")
     if server is not None and spec.get("standin") and kind in _STANDIN_PATH:
         server = server.removesuffix("/v1") + _STANDIN_PATH[kind]
     server = server or _DEFAULT_URL.get(kind)
