@@ -66,6 +66,21 @@ def _message(completion: dict[str, Any]) -> tuple[str, list[dict[str, Any]], str
     return message.get("content") or "", calls, choice["finish_reason"], completion["usage"]
 
 
+def _turn(
+    results: list[dict[str, Any]], role: Any, text: str, calls: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One turn as chat messages: its tool results, then what it said (and the calls)."""
+    if text or calls or not results:
+        said: dict[str, Any] = {"role": role, "content": text}
+        results.append({**said, "tool_calls": calls} if calls else said)
+    return results
+
+
+def _with_fault(body: Mapping[str, Any], chat: dict[str, Any]) -> dict[str, Any]:
+    """``chat`` with the body's ``standin_fault``, when it has one."""
+    return {**chat, "standin_fault": body["standin_fault"]} if "standin_fault" in body else chat
+
+
 def _required(body: Mapping[str, Any], key: str, kind: type) -> Any:
     value = body.get(key)
     if not isinstance(value, kind):
@@ -91,10 +106,7 @@ def _anthropic_messages(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
         for b in content
         if b.get("type") == "tool_result"
     ]
-    if text or calls or not out:
-        said: dict[str, Any] = {"role": turn.get("role"), "content": text}
-        out.append({**said, "tool_calls": calls} if calls else said)
-    return out
+    return _turn(out, turn.get("role"), text, calls)
 
 
 def _anthropic_request(body: dict[str, Any], route: Mapping[str, str]) -> dict[str, Any]:
@@ -253,10 +265,7 @@ def _gemini_messages(content: Mapping[str, Any]) -> list[dict[str, Any]]:
         for i, p in enumerate(parts)
         if "functionCall" in p
     ]
-    if text or calls or not out:
-        said: dict[str, Any] = {"role": role, "content": text}
-        out.append({**said, "tool_calls": calls} if calls else said)
-    return out
+    return _turn(out, role, text, calls)
 
 
 def _gemini_request(body: dict[str, Any], route: Mapping[str, str]) -> dict[str, Any]:
@@ -287,9 +296,7 @@ def _gemini_request(body: dict[str, Any], route: Mapping[str, str]) -> dict[str,
     if calling:
         allowed = calling.get("allowedFunctionNames") or [None]
         chat["tool_choice"] = _choice(calling.get("mode"), allowed[0])
-    if "standin_fault" in body:
-        chat["standin_fault"] = body["standin_fault"]
-    return chat
+    return _with_fault(body, chat)
 
 
 _GEMINI_STOP = {"stop": "STOP", "length": "MAX_TOKENS", "tool_calls": "STOP"}
@@ -334,10 +341,7 @@ def _bedrock_messages(turn: Mapping[str, Any]) -> list[dict[str, Any]]:
         for b in blocks
         if "toolUse" in b
     ]
-    if text or calls or not out:
-        said: dict[str, Any] = {"role": turn.get("role"), "content": text}
-        out.append({**said, "tool_calls": calls} if calls else said)
-    return out
+    return _turn(out, turn.get("role"), text, calls)
 
 
 def _bedrock_request(body: dict[str, Any], route: Mapping[str, str]) -> dict[str, Any]:
@@ -360,9 +364,7 @@ def _bedrock_request(body: dict[str, Any], route: Mapping[str, str]) -> dict[str
     if isinstance(choice, dict) and choice:
         ((mode, value),) = choice.items()
         chat["tool_choice"] = _choice(mode, value.get("name") if mode == "tool" else None)
-    if "standin_fault" in body:
-        chat["standin_fault"] = body["standin_fault"]
-    return chat
+    return _with_fault(body, chat)
 
 
 _BEDROCK_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}

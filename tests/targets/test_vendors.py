@@ -211,3 +211,29 @@ def test_an_unknown_target_type_is_one_line_naming_the_field(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'target.type' (--target) must be one of" in err[0]
     assert "got 'cohere'" in err[0]
+
+
+def test_the_development_cache_keeps_a_vendor_target_s_draws_apart_by_model(tmp_path, standin):
+    # Gemini's model is in the URL: the two variants' bodies are the same, their routes differ.
+    variants = [Variant("v1"), Variant("v2", params={"model": "shop-v2"})]
+    frames = []
+    for n in (1, 2):
+        out = tmp_path / f"r{n}"
+        target = make("gemini", standin)
+        run(
+            SHOP,
+            target,
+            variants=variants,
+            repeats=2,
+            out=out,
+            cache=tmp_path / "c",
+            progress=False,
+        )
+        frames.append(table(out, "samples").sort_values(["variant", "case_id", "repeat"]))
+    first, second = frames
+    assert not first.cached.any() and second.cached.all()
+    assert list(first.answer) == list(second.answer)
+    assert second.groupby("variant").model.agg(set).to_dict() == {
+        "v1": {"shop-v1"},
+        "v2": {"shop-v2"},
+    }
