@@ -110,10 +110,13 @@ def _one(spec: Mapping[str, Any], server: str | None, where: str = "") -> HTTPTa
     if kind == "bedrock":
         # The stand-in checks the signature's form, not its region: any region will do.
         region = spec.get("region") or ("us-east-1" if spec.get("standin") else None)
-        return BedrockConverse(model, region=region, base_url=server, **options)
+        return BedrockConverse(str(model), region=region, base_url=server, **options)
+    url = str(server)
     if kind == "azure":
         version = {"api_version": spec["api_version"]} if spec.get("api_version") else {}
-        return AzureOpenAIChat(str(server), model, **version, **options)
-    if kind in ("openai", "responses"):
-        return TARGET_TYPES[kind](str(server), model, **options)
-    return TARGET_TYPES[kind](model, base_url=server, **options)  # type: ignore[call-arg]
+        return AzureOpenAIChat(url, str(model), **version, **options)
+    if kind == "anthropic":
+        return AnthropicMessages(str(model), base_url=url, **options)
+    if kind == "gemini":
+        return GeminiGenerateContent(str(model), base_url=url, **options)
+    return TARGET_TYPES[kind](url, model, **options)
