@@ -253,7 +253,7 @@ def _gemini_messages(content: Mapping[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
         {
             "role": "tool",
-            "tool_call_id": None,
+            "tool_call_id": p["functionResponse"].get("id"),
             "content": json.dumps(p["functionResponse"].get("response")),
         }
         for p in parts
@@ -261,7 +261,11 @@ def _gemini_messages(content: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
     text = "".join(p.get("text", "") for p in parts)
     calls = [
-        _call(f"call_{i}", p["functionCall"]["name"], p["functionCall"].get("args") or {})
+        _call(
+            p["functionCall"].get("id") or f"call_{i}",
+            p["functionCall"]["name"],
+            p["functionCall"].get("args") or {},
+        )
         for i, p in enumerate(parts)
         if "functionCall" in p
     ]
@@ -305,7 +309,9 @@ _GEMINI_STOP = {"stop": "STOP", "length": "MAX_TOKENS", "tool_calls": "STOP"}
 def _gemini_response(completion: dict[str, Any]) -> dict[str, Any]:
     text, calls, finish, usage = _message(completion)
     parts: list[dict[str, Any]] = [{"text": text}] if text else []
-    parts += [{"functionCall": {"name": c["name"], "args": c["input"]}} for c in calls]
+    parts += [
+        {"functionCall": {"id": c["id"], "name": c["name"], "args": c["input"]}} for c in calls
+    ]
     return {
         "candidates": [
             {

@@ -72,17 +72,18 @@ def _turn(message: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
             answer = None
         if not isinstance(answer, dict):
             answer = {"result": result_text(content)}
-        name = names.get(message.get("tool_call_id") or "", message.get("name") or "tool")
-        return {"role": "user", "parts": [{"functionResponse": {"name": name, "response": answer}}]}
+        call_id = message.get("tool_call_id")
+        name = names.get(call_id or "", message.get("name") or "tool")
+        response = {"name": name, "response": answer, **({"id": call_id} if call_id else {})}
+        return {"role": "user", "parts": [{"functionResponse": response}]}
     content = message.get("content")
     parts = [_part(p) for p in content] if isinstance(content, list) else []
     if isinstance(content, str) and content:
         parts = [{"text": content}]
     for call in message.get("tool_calls") or ():
         names[call.get("id") or ""] = call["function"]["name"]
-        parts.append(
-            {"functionCall": {"name": call["function"]["name"], "args": arguments_of(call)}}
-        )
+        asked = {"name": call["function"]["name"], "args": arguments_of(call)}
+        parts.append({"functionCall": {**asked, **({"id": call["id"]} if call.get("id") else {})}})
     return {"role": "model" if message.get("role") == "assistant" else "user", "parts": parts}
 
 

@@ -360,23 +360,24 @@ class Recorder:
     """A real HTTP server on 127.0.0.1 (aiohttp) that keeps every chat request it gets and
     answers as ``reply(prompt)`` says: ``(status, headers, body bytes)``."""
 
-    def __init__(self, reply):
+    def __init__(self, reply, route="/v1/chat/completions"):
         from aiohttp import web
 
-        self.reply, self.seen = reply, []
+        self.reply, self.seen, self.paths = reply, [], []
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
 
         async def chat(request):
             body = await request.read()
             self.seen.append((dict(request.headers), body))
+            self.paths.append(request.raw_path)
             status, headers, content = self.reply(json.loads(body)["messages"][-1]["content"])
             return web.Response(status=status, headers=headers, body=content)
 
         def serve():
             asyncio.set_event_loop(self.loop)
             app = web.Application()
-            app.router.add_post("/v1/chat/completions", chat)
+            app.router.add_post(route, chat)
             self.runner = web.AppRunner(app)
             self.loop.run_until_complete(self.runner.setup())
             site = web.TCPSite(self.runner, "127.0.0.1", 0)

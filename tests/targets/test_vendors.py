@@ -237,3 +237,115 @@ def test_the_development_cache_keeps_a_vendor_target_s_draws_apart_by_model(tmp_
         "v1": {"shop-v1"},
         "v2": {"shop-v2"},
     }
+
+
+def test_a_bedrock_request_arrives_with_a_sigv4_signature_of_what_was_sent():
+    # A real server records the request as it arrived; botocore, given the same credentials,
+    # must compute the signature the request carries over that method, path, headers and body.
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from tests.targets.test_openai import Recorder, _complete
+
+    answer = {
+        "output": {"message": {"role": "assistant", "content": [{"text": "pong"}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 3, "outputTokens": 1, "totalTokens": 4},
+    }
+    reply = json.dumps(answer).encode()
+    server = Recorder(
+        lambda _: (200, {"Content-Type": "application/json"}, reply),
+        route="/model/{model}/converse",
+    )
+    try:
+        root = server.url.removesuffix("/v1")
+        model = "anthropic.claude-3-5-haiku-20241022-v1:0"
+        target = BedrockConverse(model, region="eu-west-1", base_url=root)
+        completion = _complete(target, "ping", temperature=0.5)
+    finally:
+        server.close()
+    assert completion.text == "pong" and completion.total_tokens == 4
+    assert completion.model == model
+    ((headers, body),) = server.seen
+    (path,) = server.paths
+    assert path == "/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse"
+    assert json.loads(body)["inferenceConfig"] == {"temperature": 0.5}
+    authorization = headers["Authorization"]
+    scope, signed, signature = authorization.removeprefix("AWS4-HMAC-SHA256 ").split(", ")
+    assert scope.startswith("Credential=AKIDEXAMPLE0000/") and "/eu-west-1/bedrock/" in scope
+    names = signed.removeprefix("SignedHeaders=").split(";")
+    assert {"host", "x-amz-date", "content-type"} <= set(names)
+    again = AWSRequest(
+        "POST",
+        root + path,
+        data=body,
+        headers={name: headers[next(k for k in headers if k.lower() == name)] for name in names},
+    )
+    again.context["timestamp"] = headers["X-Amz-Date"]
+    auth = SigV4Auth(Credentials("AKIDEXAMPLE0000", AWS_SECRET), "bedrock", "eu-west-1")
+    expected = auth.signature(auth.string_to_sign(again, auth.canonical_request(again)), again)
+    assert signature == f"Signature={expected}"
+
+
+HISTORY = [
+    {"role": "system", "content": "You answer from the notes."},
+    {"role": "user", "content": "What is the project in notes.txt called?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read_note", "arguments": '{"path": "notes.txt"}'},
+            }
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": '{"ok": true, "result": "' + NOTES.replace("\n", "\\n") + '"}',
+    },
+]
+
+
+def _system_and_tools(protocol, body):
+    """Where each protocol's body holds the system prompt and the first tool's name."""
+    if protocol == "anthropic":
+        return body["system"], body["tools"][0]["name"], body["tools"][0]["input_schema"]
+    if protocol == "responses":
+        return body["instructions"], body["tools"][0]["name"], body["tools"][0]["parameters"]
+    if protocol == "gemini":
+        declared = body["tools"][0]["functionDeclarations"][0]
+        return (
+            body["systemInstruction"]["parts"][0]["text"],
+            declared["name"],
+            declared["parameters"],
+        )
+    if protocol == "bedrock":
+        spec = body["toolConfig"]["tools"][0]["toolSpec"]
+        return body["system"][0]["text"], spec["name"], spec["inputSchema"]["json"]
+    function = body["tools"][0]["function"]
+    return body["messages"][0]["content"], function["name"], function["parameters"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_system_prompt_tools_and_a_tool_history_reach_each_protocol(
+    tmp_path, standin, protocol
+):
+    # The notes assistant answers from the tool results in the history it is sent: the
+    # answer shows the call and its result crossed the protocol and came back as a chat.
+    register_assistant("notes-tools", NotesAssistant(baseline=NEVER, revised=NEVER), replace=True)
+    target = make(protocol, standin, "notes-tools")
+    out = tmp_path / "r"
+    variant = Variant("v", params={"tools": TOOLS})
+    run([Case("history", messages=HISTORY)], target, variants=[variant], out=out, progress=False)
+    (sample,) = table(out, "samples").itertuples()
+    assert sample.status == "completed"
+    assert sample.answer == "The project is called Paper Kite (from notes.txt)."
+    body = json.loads(sample.request)
+    system, tool, schema = _system_and_tools(protocol, body)
+    assert system == "You answer from the notes." and tool == "read_note"
+    assert schema == TOOLS[0]["function"]["parameters"]
+    assert "model" not in body if protocol in ("gemini", "bedrock", "azure") else body["model"]
