@@ -27,6 +27,7 @@ class AzureOpenAIChat(OpenAIChat):
 
     kind = "azure-openai"
     model_in_route = True
+    needs_model = True
     key_header = ("api-key", "")
     #: The variable the vendor's own tools read the key from.
     key_env = "AZURE_OPENAI_API_KEY"

@@ -275,6 +275,8 @@ class HTTPTarget:
     key_header: tuple[str, str] = ("Authorization", "Bearer ")
     #: Whether the model is part of the route (Gemini, Bedrock, Azure) rather than the body.
     model_in_route: ClassVar[bool] = False
+    #: Whether a model must be named (a server of one model may do without).
+    needs_model: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -304,7 +306,7 @@ class HTTPTarget:
                 "'base_url' carries a user and password and 'api_key_env' names a key: "
                 "the server gets one of them; give only one"
             )
-        if self.model_in_route and not (isinstance(model, str) and model):
+        if self.needs_model and not (isinstance(model, str) and model):
             raise ArgumentError(f"'model' must name the model to reach; got {model!r}")
         if api_key_env is not None:
             register(os.environ[api_key_env])

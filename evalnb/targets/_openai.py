@@ -65,6 +65,7 @@ class OpenAIChat(HTTPTarget):
 
     kind = "openai"
     shape = "an OpenAI chat completion"
+    needs_model = False
 
     def _route(self, model: str | None) -> str:
         return "/chat/completions"
