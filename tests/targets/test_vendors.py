@@ -179,7 +179,10 @@ def test_tool_calls_become_requested_actions_the_action_checks_read(tmp_path, st
     outcomes = table(out, "checks").set_index("check")
     # Requested is not executed: the required read did not happen, the forbidden ask did.
     assert outcomes.loc["read", "outcome"] == False  # noqa: E712
-    assert "no executed read_note(notes.txt)" in outcomes.loc["read", "detail"]
+    assert outcomes.loc["read", "detail"] == (
+        "no executed read_note(notes.txt); executed: nothing; "
+        "requested, never executed: read_note(notes.txt)"
+    )
     assert outcomes.loc["asked", "detail"] == "requested read_note(notes.txt)"
 
 
