@@ -100,8 +100,6 @@ class AnthropicMessages(HTTPTarget):
     shape = "an Anthropic message"
     overload = frozenset({529})
     key_header = ("x-api-key", "")
-    #: The variable the vendor's own tools read the key from.
-    key_env = "ANTHROPIC_API_KEY"
 
     def __init__(
         self,

@@ -29,8 +29,6 @@ class AzureOpenAIChat(OpenAIChat):
     model_in_route = True
     needs_model = True
     key_header = ("api-key", "")
-    #: The variable the vendor's own tools read the key from.
-    key_env = "AZURE_OPENAI_API_KEY"
 
     def __init__(
         self,

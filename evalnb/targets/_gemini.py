@@ -138,8 +138,6 @@ class GeminiGenerateContent(HTTPTarget):
     shape = "a Gemini generateContent response"
     model_in_route = True
     key_header = ("x-goog-api-key", "")
-    #: The variable the vendor's own tools read the key from.
-    key_env = "GEMINI_API_KEY"
 
     def __init__(
         self,

@@ -7,33 +7,9 @@ from typing import Any
 import httpx
 
 from evalnb._types import ToolCall
-from evalnb.targets._http import MAX_RESPONSE_BYTES, TRANSPORTS, HTTPTarget
+from evalnb.targets._http import HTTPTarget
 
-__all__ = ["MAX_RESPONSE_BYTES", "TRANSPORTS", "OpenAIChat", "chat_reply"]
-
-
-def chat_reply(data: Any) -> dict[str, Any]:
-    """A ``chat.completion``'s answer and evidence (:class:`~evalnb.Completion` fields)."""
-    choice = data["choices"][0]
-    message = choice["message"]
-    calls = tuple(
-        ToolCall(
-            id=call.get("id"),
-            name=call["function"]["name"],
-            arguments=call["function"].get("arguments") or "",
-        )
-        for call in message.get("tool_calls") or ()
-    )
-    usage = data.get("usage") or {}
-    return {
-        "text": message.get("content") or "",
-        "model": data.get("model"),
-        "finish_reason": choice.get("finish_reason"),
-        "prompt_tokens": usage.get("prompt_tokens"),
-        "completion_tokens": usage.get("completion_tokens"),
-        "total_tokens": usage.get("total_tokens"),
-        "tool_calls": calls,
-    }
+__all__ = ["OpenAIChat"]
 
 
 class OpenAIChat(HTTPTarget):
@@ -77,7 +53,26 @@ class OpenAIChat(HTTPTarget):
         return {**body, "messages": messages, **params}
 
     def _read(self, data: Any, model: str | None) -> dict[str, Any]:
-        return chat_reply(data)
+        choice = data["choices"][0]
+        message = choice["message"]
+        calls = tuple(
+            ToolCall(
+                id=call.get("id"),
+                name=call["function"]["name"],
+                arguments=call["function"].get("arguments") or "",
+            )
+            for call in message.get("tool_calls") or ()
+        )
+        usage = data.get("usage") or {}
+        return {
+            "text": message.get("content") or "",
+            "model": data.get("model"),
+            "finish_reason": choice.get("finish_reason"),
+            "prompt_tokens": usage.get("prompt_tokens"),
+            "completion_tokens": usage.get("completion_tokens"),
+            "total_tokens": usage.get("total_tokens"),
+            "tool_calls": calls,
+        }
 
     def _models_url(self) -> httpx.URL:
         return self._url.copy_with(

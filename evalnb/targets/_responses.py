@@ -86,8 +86,6 @@ class OpenAIResponses(HTTPTarget):
 
     kind = "openai-responses"
     shape = "an OpenAI response"
-    #: The variable the vendor's own tools read the key from.
-    key_env = "OPENAI_API_KEY"
 
     def _route(self, model: str | None) -> str:
         return "/responses"
