@@ -575,3 +575,30 @@ def test_a_server_dripping_its_answer_ends_at_the_whole_request_timeout():
     finally:
         holder["loop"].call_soon_threadsafe(holder["loop"].stop)
         thread.join(10)
+
+
+def test_headers_and_query_go_with_every_request_and_only_header_names_are_recorded():
+    server = Recorder(_pong)
+    try:
+        target = OpenAIChat(
+            server.url,
+            "m",
+            headers={"X-Gateway-Team": "team-secret-value"},
+            query={"api-version": "2024-10-21"},
+        )
+        completion = _complete(target, "ping")
+
+        async def describe():
+            async with target:
+                return await target.describe()
+
+        described = asyncio.run(describe())
+    finally:
+        server.close()
+    assert completion.text == "pong ping"
+    ((headers, _),) = server.seen
+    assert headers["X-Gateway-Team"] == "team-secret-value"
+    assert server.paths == ["/v1/chat/completions?api-version=2024-10-21"]
+    assert described["headers"] == ["X-Gateway-Team"]
+    assert described["query"] == {"api-version": "2024-10-21"}
+    assert "team-secret-value" not in json.dumps(described)
