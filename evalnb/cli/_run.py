@@ -21,7 +21,7 @@ from evalnb.runner import run
 from evalnb.store import read_manifest
 from evalnb.targets import Command, OpenAIChat, Target
 from evalnb.targets._containment import Containment
-from evalnb.targets._spec import http_target
+from evalnb.targets._spec import TARGET_TYPES, http_target
 
 __all__ = [
     "add_demo_arguments",
@@ -53,7 +53,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--target",
-        choices=["openai", "anthropic", "responses", "gemini", "bedrock", "azure"],
+        choices=list(TARGET_TYPES),
         help="the server's protocol (default openai: chat completions); the stand-in speaks all",
     )
     p.add_argument("--model", help="model name sent in every request")
