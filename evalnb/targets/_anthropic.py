@@ -12,6 +12,7 @@ from evalnb._types import ToolCall
 from evalnb.targets._forms import (
     arguments_of,
     function_tools,
+    image_of,
     merged_turns,
     reply,
     result_text,
@@ -34,6 +35,20 @@ FINISH = {
 _CHOICE = {"auto": "auto", "required": "any", "none": "none"}
 
 
+def _block(part: Any) -> Any:
+    """A chat content part as an Anthropic block (an image as a base64 or URL source)."""
+    image = image_of(part)
+    if image is None:
+        return dict(part) if isinstance(part, Mapping) else part
+    url, media, data = image
+    source = (
+        {"type": "base64", "media_type": media, "data": data}
+        if media
+        else {"type": "url", "url": url}
+    )
+    return {"type": "image", "source": source}
+
+
 def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One chat message's content as Anthropic content blocks."""
     if message.get("role") == "tool":
@@ -46,7 +61,7 @@ def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
         ]
     content = message.get("content")
     blocks = (
-        [dict(part) for part in content]
+        [_block(part) for part in content]
         if isinstance(content, list)
         else ([{"type": "text", "text": content}] if content else [])
     )

@@ -16,6 +16,7 @@ from evalnb._types import ToolCall
 from evalnb.targets._forms import (
     arguments_of,
     function_tools,
+    image_of,
     merged_turns,
     reply,
     result_text,
@@ -45,6 +46,17 @@ INFERENCE = {
 }
 
 
+def _block(part: Any) -> Any:
+    """A chat content part as a Converse block (an image from a data URL as its bytes)."""
+    image = image_of(part)
+    if image is not None and image[1] is not None:
+        kind = image[1].rsplit("/", 1)[-1].replace("jpg", "jpeg")
+        return {"image": {"format": kind, "source": {"bytes": image[2]}}}
+    if isinstance(part, Mapping) and part.get("type") == "text":
+        return {"text": part.get("text", "")}
+    return dict(part) if isinstance(part, Mapping) else part
+
+
 def _content(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One chat message's content as Converse content blocks."""
     if message.get("role") == "tool":
@@ -53,7 +65,7 @@ def _content(message: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [{"toolResult": result}]
     content = message.get("content")
     blocks = (
-        [{"text": p["text"]} if p.get("type") == "text" else dict(p) for p in content]
+        [_block(p) for p in content]
         if isinstance(content, list)
         else ([{"text": content}] if content else [])
     )

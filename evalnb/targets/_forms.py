@@ -9,6 +9,7 @@ body from these pieces, so a case's tools and tool history mean the same to ever
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "FunctionTool",
     "arguments_of",
     "function_tools",
+    "image_of",
     "merged_turns",
     "reply",
     "result_text",
@@ -51,6 +53,22 @@ def arguments_of(call: Mapping[str, Any]) -> Any:
         return json.loads(raw)
     except ValueError:
         return {"input": raw}
+
+
+_DATA_URL = re.compile(r"data:([\w/+.-]+);base64,(.*)", re.DOTALL)
+
+
+def image_of(part: Any) -> tuple[str, str | None, str] | None:
+    """A chat ``image_url`` part as ``(url, media type, base64 data)`` (the last two
+    ``None`` and ``""`` when the URL is not a ``data:`` URL); ``None`` for any other part."""
+    if not isinstance(part, Mapping) or part.get("type") != "image_url":
+        return None
+    image = part.get("image_url")
+    url = image.get("url") if isinstance(image, Mapping) else image
+    if not isinstance(url, str):
+        return None
+    found = _DATA_URL.fullmatch(url)
+    return (url, found.group(1), found.group(2)) if found else (url, None, "")
 
 
 def result_text(content: Any) -> str:

@@ -4,7 +4,6 @@ the HTTP layer."""
 from __future__ import annotations
 
 import json
-import re
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
@@ -13,6 +12,7 @@ from evalnb._types import ToolCall
 from evalnb.targets._forms import (
     arguments_of,
     function_tools,
+    image_of,
     merged_turns,
     reply,
     result_text,
@@ -46,7 +46,6 @@ CONFIG = {
     "frequency_penalty": "frequencyPenalty",
 }
 _MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY", "function": "ANY"}
-_DATA_URL = re.compile(r"data:([\w/+.-]+);base64,(.*)", re.DOTALL)
 
 
 def _part(part: Any) -> Any:
@@ -55,10 +54,9 @@ def _part(part: Any) -> Any:
         return part
     if part.get("type") == "text":
         return {"text": part.get("text", "")}
-    url = (part.get("image_url") or {}).get("url", "") if part.get("type") == "image_url" else ""
-    found = _DATA_URL.fullmatch(url) if isinstance(url, str) else None
-    if found:
-        return {"inlineData": {"mimeType": found.group(1), "data": found.group(2)}}
+    image = image_of(part)
+    if image is not None and image[1] is not None:
+        return {"inlineData": {"mimeType": image[1], "data": image[2]}}
     return dict(part)
 
 

@@ -8,10 +8,27 @@ from typing import Any
 import httpx
 
 from evalnb._types import ToolCall
-from evalnb.targets._forms import function_tools, reply, result_text, split_system, tool_choice
+from evalnb.targets._forms import (
+    function_tools,
+    image_of,
+    reply,
+    result_text,
+    split_system,
+    tool_choice,
+)
 from evalnb.targets._http import HTTPTarget
 
 __all__ = ["OpenAIResponses"]
+
+
+def _part(part: Any, kind: str) -> Any:
+    """A chat content part as a Responses content part."""
+    image = image_of(part)
+    if image is not None:
+        return {"type": "input_image", "image_url": image[0]}
+    if isinstance(part, Mapping) and part.get("type") == "text":
+        return {"type": kind, "text": part.get("text", "")}
+    return dict(part) if isinstance(part, Mapping) else part
 
 
 def _items(message: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -29,10 +46,7 @@ def _items(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     kind = "output_text" if role == "assistant" else "input_text"
     if isinstance(content, list):
-        content = [
-            {"type": kind, "text": p["text"]} if p.get("type") == "text" else dict(p)
-            for p in content
-        ]
+        content = [_part(p, kind) for p in content]
     items: list[dict[str, Any]] = [{"role": role, "content": content}] if content else []
     for call in message.get("tool_calls") or ():
         function = call["function"]

@@ -352,3 +352,44 @@ def test_the_system_prompt_tools_and_a_tool_history_reach_each_protocol(
     assert system == "You answer from the notes." and tool == "read_note"
     assert schema == TOOLS[0]["function"]["parameters"]
     assert "model" not in body if protocol in ("gemini", "bedrock", "azure") else body["model"]
+
+
+#: A 1x1 PNG, base64.
+PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5Erk"
+    "Jggg=="
+)
+
+
+def _image_block(protocol, body):
+    """The image of the first user message, as each protocol's body holds it."""
+    if protocol == "responses":
+        return body["input"][0]["content"][1]
+    if protocol == "gemini":
+        return body["contents"][0]["parts"][1]
+    return body["messages"][0]["content"][1]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_image_part_is_sent_in_each_protocol_s_form(tmp_path, standin, protocol):
+    url = f"data:image/png;base64,{PIXEL}"
+    parts = [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": url}},
+    ]
+    out = tmp_path / "r"
+    case = Case("image", messages=[{"role": "user", "content": parts}])
+    run([case], make(protocol, standin, "echo"), out=out, progress=False)
+    (sample,) = table(out, "samples").itertuples()
+    assert sample.status == "completed" and "What is this?" in sample.answer
+    expected = {
+        "anthropic": {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": PIXEL},
+        },
+        "responses": {"type": "input_image", "image_url": url},
+        "gemini": {"inlineData": {"mimeType": "image/png", "data": PIXEL}},
+        "bedrock": {"image": {"format": "png", "source": {"bytes": PIXEL}}},
+        "azure": parts[1],
+    }
+    assert _image_block(protocol, json.loads(sample.request)) == expected[protocol]
