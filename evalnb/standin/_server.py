@@ -1,4 +1,5 @@
-"""The stand-in's aiohttp application: OpenAI chat routes, seeded draws, injected faults.
+"""The stand-in's aiohttp application: OpenAI chat routes (and the vendors' protocols, each
+turned into a chat request by :mod:`evalnb.standin._protocols`), seeded draws, injected faults.
 
 Determinism. A reply depends only on the server seed, the model, the canonical JSON of
 ``messages``, the parameters that change what an assistant says (``temperature``,
