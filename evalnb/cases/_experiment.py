@@ -243,6 +243,11 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
             raise CasesError(
                 f"{path}: the target of variant {name!r} must be a table; got {spec!r}"
             )
+    if own and target.get("command"):
+        raise CasesError(
+            f"{path}: variants with their own 'target' ({', '.join(map(repr, own))}) need a "
+            "model server as the run's target; 'target.command' names a harness"
+        )
     return Experiment(
         path=path,
         cases=_cases_path(data["cases"], base) if "cases" in data else None,

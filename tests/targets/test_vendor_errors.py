@@ -87,3 +87,18 @@ def test_by_variant_needs_targets():
         ByVariant({"a": object()})
     with pytest.raises(ArgumentError, match=r"^'targets' must map variant names to targets"):
         ByVariant({})
+
+
+def test_an_experiment_refuses_variant_targets_beside_a_harness(tmp_path):
+    from evalnb import CasesError, load_experiment
+
+    path = tmp_path / "e.toml"
+    path.write_text(
+        '[target]\ncommand = ["python", "app.py"]\n\n[[variants]]\nname = "claude"\n'
+        'target = { type = "anthropic", model = "claude-sonnet-4-5" }\n'
+    )
+    with pytest.raises(CasesError, match=r"variants with their own 'target' \('claude'\) need"):
+        load_experiment(path)
+    path.write_text('[[variants]]\nname = "claude"\ntarget = "anthropic"\n')
+    with pytest.raises(CasesError, match=r"the target of variant 'claude' must be a table"):
+        load_experiment(path)
