@@ -12,6 +12,10 @@
     ``aiohttp.ClientSession``, an ``httpx.AsyncClient``, and an ``httpx.AsyncClient`` on
     ``AiohttpTransport``; each loop serialises the body and parses the reply, as the
     runner does. (b') the runner on aiohttp again with ``max_in_flight=8``.
+(d) The vendors' protocols: 5,000 requests through the runner against the stand-in (its own
+    process, echo model) at concurrency 64, through each target (Anthropic Messages, OpenAI
+    Responses, Gemini, Bedrock Converse signed by botocore, Azure OpenAI) beside OpenAIChat
+    and a bare aiohttp chat loop in the same run.
 (c) The first ``run()`` of a fresh process: ``import evalnb`` and a 3-sample run, timed in a
     new interpreter, with the heavy modules it loaded.
 
@@ -20,6 +24,7 @@ on this shared machine falls on all of them alike; the best of the rounds is rep
 the median beside it.
 
     .venv/bin/python benchmarks/runner.py [--rounds 3] [--requests 5000] [--only function]
+    .venv/bin/python benchmarks/runner.py --only targets     # (d) every protocol
     .venv/bin/python benchmarks/runner.py --profile threaded  # cProfile of (a), or http: (b)
 """
 
@@ -29,6 +34,7 @@ import argparse
 import asyncio
 import cProfile
 import json
+import os
 import pstats
 import subprocess
 import sys
@@ -46,6 +52,7 @@ from httpx_aiohttp import AiohttpTransport
 
 import evalnb
 from evalnb.standin import StandIn
+from evalnb.targets._spec import TARGET_TYPES, http_target
 
 IN_FLIGHT = 64
 
@@ -117,8 +124,14 @@ def first_run() -> dict:
     return json.loads(done.stdout)
 
 
-def http_runner(tmp: Path, base_url: str, n: int, run: Callable = evalnb.run, **options) -> float:
-    target = evalnb.OpenAIChat(base_url, "echo", **options)
+def http_runner(
+    tmp: Path, base_url: str, n: int, run: Callable = evalnb.run, protocol=None, **options
+) -> float:
+    if protocol is None:
+        target = evalnb.OpenAIChat(base_url, "echo", **options)
+    else:
+        spec = {"type": protocol, "standin": True, "model": "echo", **options}
+        target = http_target(spec, base_url)
     suite = cases(n)  # the user's cases, built before the clock starts
     started = time.perf_counter()
     run(
@@ -284,6 +297,28 @@ def report_http(tmp: Path, rounds: int, n: int) -> None:
     print(f"\ngoal: runner / bare aiohttp >= 0.5: {ratio:.2f}")
 
 
+def report_targets(tmp: Path, rounds: int, n: int) -> None:
+    print("(d)", flush=True)
+    # The stand-in reads a SigV4 signature's form, not its key: any credentials sign.
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDBENCHMARK")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "benchmark-secret-key")
+    with StandIn(process=True) as server:
+        url = server.base_url
+        aiohttp_loop(url, 200)  # warm up the server process
+        contenders = {
+            f"runner, {kind}": (lambda kind=kind: http_runner(tmp, url, n, protocol=kind))
+            for kind in TARGET_TYPES
+        }
+        d = rotated({**contenders, "bare aiohttp": lambda: aiohttp_loop(url, n)}, rounds)
+    table(f"(d) {n:,} requests, {IN_FLIGHT} in flight, best of {rounds}", "req", n, d)
+    best = {name: min(t) for name, t in d.items()}
+    medians = {name: median(t) for name, t in d.items()}
+    print()
+    for name in contenders:
+        ratio, middle = best["bare aiohttp"] / best[name], medians["bare aiohttp"] / medians[name]
+        print(f"{name} / bare aiohttp: {ratio:.2f} (medians: {middle:.2f})")
+
+
 def report_first(rounds: int) -> None:
     print("(c)", flush=True)
     runs = [first_run() for _ in range(rounds)]
@@ -300,7 +335,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=5_000)
-    parser.add_argument("--only", choices=["function", "http", "first"], help="one part")
+    parser.add_argument("--only", choices=["function", "http", "targets", "first"], help="one part")
     parser.add_argument(
         "--profile", choices=["threaded", "unthreaded", "http"], help="profile one instead"
     )
@@ -313,6 +348,8 @@ def main() -> None:
             report_function(Path(tmp), args.rounds)
         if args.only in (None, "http"):
             report_http(Path(tmp), args.rounds, args.requests)
+        if args.only in (None, "targets"):
+            report_targets(Path(tmp), args.rounds, args.requests)
         if args.only in (None, "first"):
             report_first(args.rounds)
 

@@ -66,8 +66,13 @@ from .runner import run as run
 from .runner import score as score
 from .store import save_verdicts as save_verdicts
 from .store import verdicts as verdicts
+from .targets import AnthropicMessages as AnthropicMessages
+from .targets import AzureOpenAIChat as AzureOpenAIChat
+from .targets import BedrockConverse as BedrockConverse
 from .targets import Command as Command
 from .targets import Function as Function
+from .targets import GeminiGenerateContent as GeminiGenerateContent
 from .targets import OpenAIChat as OpenAIChat
+from .targets import OpenAIResponses as OpenAIResponses
 
 __all__: list[str]

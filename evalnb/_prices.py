@@ -8,24 +8,40 @@ file, US dollars per million tokens, one table per model name as the server repo
     output = 0.60
 
 The runner reads it to keep a cost budget; the analysis to price a stored run.
+
+A model is found by the name the server reported, else by that name without the vendors'
+decorations (:func:`price_names`): a dated snapshot (``claude-sonnet-4-5-20250929``,
+``gpt-4o-2024-08-06``) is priced as its model, a Bedrock id
+(``us.anthropic.claude-sonnet-4-5-20250929-v1:0``) as the vendor's name, Gemini's
+``models/gemini-2.5-flash`` as ``gemini-2.5-flash``. A table entry under the full name wins.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
 from evalnb._exceptions import ArgumentError
 
-__all__ = ["Prices", "load_prices", "price_table", "sample_cost"]
+__all__ = ["Prices", "load_prices", "price_names", "price_of", "price_table", "sample_cost"]
 
 #: model -> (input, output) dollars per million tokens.
 Prices = Mapping[str, tuple[float, float]]
 
 _SIDES = ("input", "output")
+
+#: The decorations taken off a model's name, in turn, to find its price.
+_DECORATIONS = (
+    re.compile(r"^models/"),  # Gemini's resource name
+    re.compile(r"^(us|eu|apac|jp|au|ca|us-gov|global)\."),  # a Bedrock inference profile
+    re.compile(r"^(anthropic|amazon|meta|mistral|cohere|ai21|deepseek|openai|qwen|writer)\."),
+    re.compile(r"(-v\d+)?:\d+$"),  # a Bedrock model version
+    re.compile(r"[-@](\d{8}|\d{4}-\d{2}-\d{2})$"),  # a dated snapshot
+)
 
 
 def load_prices(path: str | os.PathLike[str]) -> dict[str, tuple[float, float]]:
@@ -95,12 +111,32 @@ def price_table(prices: Prices | str | os.PathLike[str]) -> dict[str, tuple[floa
     return table
 
 
+def price_names(model: str) -> list[str]:
+    """The names ``model`` is looked for under, in order: itself, then with each of the
+    vendors' decorations taken off in turn (see the module)."""
+    names = [model]
+    for decoration in _DECORATIONS:
+        shorter = decoration.sub("", names[-1])
+        if shorter and shorter != names[-1]:
+            names.append(shorter)
+    return names
+
+
+def price_of(prices: Prices, model: str | None) -> tuple[float, float] | None:
+    """``(input, output)`` dollars per million tokens of ``model`` (found by
+    :func:`price_names`), or ``None`` when the table lacks it."""
+    if not isinstance(model, str):
+        return None
+    return next((prices[n] for n in price_names(model) if n in prices), None)
+
+
 def sample_cost(
     prices: Prices, model: str | None, prompt_tokens: int | None, completion_tokens: int | None
 ) -> float | None:
     """Dollars one sample cost, or ``None`` when it cannot be priced (no token counts, or a
     model the table lacks)."""
-    if model is None or model not in prices or prompt_tokens is None or completion_tokens is None:
+    rates = price_of(prices, model)
+    if rates is None or prompt_tokens is None or completion_tokens is None:
         return None
-    rate_in, rate_out = prices[model]
+    rate_in, rate_out = rates
     return (prompt_tokens * rate_in + completion_tokens * rate_out) / 1e6

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from evalnb._exceptions import ArgumentError
-from evalnb._prices import load_prices
+from evalnb._prices import load_prices, price_of
 from evalnb.analysis import _args
 from evalnb.analysis._frames import Run
 
@@ -61,8 +61,9 @@ def costs(
             f"'data' must have the columns {missing!r}; it has {list(frame.columns)!r}"
         )
     model = frame["model"].astype(object)
-    rate_in = model.map(lambda m: prices[m][0] if m in prices else np.nan).astype(float)
-    rate_out = model.map(lambda m: prices[m][1] if m in prices else np.nan).astype(float)
+    rates = model.map(lambda m: price_of(prices, m) or (np.nan, np.nan))
+    rate_in = rates.map(lambda r: r[0]).astype(float)
+    rate_out = rates.map(lambda r: r[1]).astype(float)
     tokens_in = frame["prompt_tokens"].astype(float)
     tokens_out = frame["completion_tokens"].astype(float)
     cost = (tokens_in * rate_in + tokens_out * rate_out) / 1e6
@@ -88,7 +89,7 @@ def costs(
     else:
         out = work.sum().to_frame().T.astype(work.dtypes.to_dict())
     out["unpriced"] = out["samples"] - out["priced"]
-    unknown = sorted({str(m) for m in model[~cached].dropna() if m not in prices})
+    unknown = sorted({str(m) for m in model[~cached].dropna() if price_of(prices, m) is None})
     out["note"] = np.where(
         out["unpriced"] > 0,
         "cost is a lower bound: unpriced samples (no token counts, or a model the table "

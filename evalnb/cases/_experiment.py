@@ -8,6 +8,7 @@ An experiment file is TOML; paths in it are relative to the file::
     [target]
     standin = true            # or base_url = "http://127.0.0.1:8080/v1", or command = [...]
     model = "shop-v1"
+    type = "openai"           # the protocol: anthropic, responses, gemini, bedrock, azure
 
     [[variants]]
     name = "v2"
@@ -72,7 +73,12 @@ _TARGET = (
     "standin",
     "base_url",
     "command",
+    "type",
     "model",
+    "region",
+    "api_version",
+    "headers",
+    "query",
     "api_key_env",
     "params",
     "timeout",
@@ -89,6 +95,7 @@ _VARIANT = (
     "shuffle_choices",
     "shuffle_seed",
     "params",
+    "target",
 )
 _JUDGE = ("model", "base_url", "api_key_env")
 _UNTIL = ("a", "b", "alpha", "margin", "check")
@@ -293,10 +300,23 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
     variants = data.get("variants", [])
     if not isinstance(variants, list):
         raise CasesError(f"{path}: 'variants' must be an array of tables; got {variants!r}")
+    # A variant's own target (a provider of an imported comparison) rides in the target's
+    # settings, which build the run's target.
+    own = {v.get("name"): v["target"] for v in variants if isinstance(v, dict) and "target" in v}
+    for name, spec in own.items():
+        if not isinstance(spec, dict):
+            raise CasesError(
+                f"{path}: the target of variant {name!r} must be a table; got {spec!r}"
+            )
+    if own and target.get("command"):
+        raise CasesError(
+            f"{path}: variants with their own 'target' ({', '.join(map(repr, own))}) need a "
+            "model server as the run's target; 'target.command' names a harness"
+        )
     return Experiment(
         path=path,
         cases=_cases_path(data["cases"], base, path) if "cases" in data else None,
-        target=dict(target),
+        target={**target, "variants": own} if own else dict(target),
         variants=[_variant(v, f"{path}: 'variants[{i}]'", base) for i, v in enumerate(variants)],
         **_settings(data, path),
         judge=_judge(data["judge"], path) if "judge" in data else None,

@@ -72,7 +72,16 @@ class RequiredAction(_ActionSpec):
         if any(self._matches(a) and a.error is error for a in sample.executed):
             return None
         seen = ", ".join(_describe(a) for a in sample.executed) or "nothing"
-        return f"no executed {self.label()}; executed: {seen}"
+        # A call the model asked for that nothing ran (a chat target's tool calls): named,
+        # so the reader sees the request was there and never became a read.
+        ran = {(a.tool, _normpath(a.path)) for a in sample.executed}
+        asked = [
+            _describe(a)
+            for a in sample.requested
+            if self._matches(a) and (a.tool, _normpath(a.path)) not in ran
+        ]
+        unrun = f"; requested, never executed: {', '.join(asked)}" if asked else ""
+        return f"no executed {self.label()}; executed: {seen}{unrun}"
 
 
 @register

@@ -28,6 +28,7 @@ from evalnb.runner import run
 from evalnb.store import Manifest
 from evalnb.targets import Command, OpenAIChat, Target
 from evalnb.targets._containment import Containment
+from evalnb.targets._spec import TARGET_TYPES, http_target
 
 __all__ = [
     "add_demo_arguments",
@@ -56,6 +57,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument(
         "--command",
         help="target: harness command, e.g. '{python} app.py --url {base_url} {request}'",
+    )
+    p.add_argument(
+        "--target",
+        choices=list(TARGET_TYPES),
+        help="the server's protocol (default openai: chat completions); the stand-in speaks all",
     )
     p.add_argument("--model", help="model name sent in every request")
     p.add_argument(
@@ -283,16 +289,7 @@ def _target(spec: dict[str, Any], stack: contextlib.ExitStack, base_dir: Path) -
             pass_env=[*spec.get("pass_env", []), *filter(None, [spec.get("api_key_env")])],
             **({"timeout": spec["timeout"]} if spec.get("timeout") else {}),
         )
-    if server is None:
-        raise UsageError("choose a target: --standin, --base-url URL or --command 'ARGV'")
-    options = {k: spec[k] for k in ("timeout", "max_retries") if spec.get(k) is not None}
-    return OpenAIChat(
-        server,
-        spec.get("model"),
-        api_key_env=spec.get("api_key_env"),
-        params=spec.get("params") or {},
-        **options,
-    )
+    return http_target(spec, server)
 
 
 def _params(items: Sequence[str]) -> dict[str, Any]:
@@ -346,6 +343,7 @@ def _target_spec(args: argparse.Namespace, experiment: Experiment) -> dict[str, 
         "base_url": args.base_url,
         "command": args.command,
         "model": args.model,
+        "type": args.target,
         "api_key_env": args.api_key_env,
         "timeout": args.request_timeout,
     }

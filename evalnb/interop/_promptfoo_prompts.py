@@ -10,13 +10,18 @@ still does not compile is refused, naming the filter.
 
 Providers: each becomes the variants of every prompt, named by its ``label`` or ``id``
 (with the prompt's name when there are several prompts), its request parameters kept as
-the variant's ``params``. The model stays the run's (``--model``): the provider's model is
-listed as approximated.
+the variant's ``params``. A provider of a protocol evalnb speaks (:data:`PROTOCOLS`:
+``anthropic:messages:*``, ``openai:chat:*``, ``openai:responses:*``, ``azure:chat:*``,
+``google:*``, ``vertex:*``, ``bedrock:*``) becomes the variant's own ``target`` (that
+protocol, that model, the vendor's key variable) when its key is set where the import runs;
+otherwise, and for any other provider, the model stays the run's (``--model``) and the
+provider's model is listed as approximated.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +32,7 @@ from evalnb.interop._suite import Note, source_error
 if TYPE_CHECKING:
     from evalnb.interop._promptfoo import _Importer
 
-__all__ = ["NUNJUCKS", "PARAMS", "Prompts", "globbed", "provider_variants"]
+__all__ = ["NUNJUCKS", "PARAMS", "PROTOCOLS", "Prompts", "globbed", "provider_variants"]
 
 #: Nunjucks filters Jinja2 lacks or names otherwise, and their Jinja2 form.
 NUNJUCKS = {
@@ -49,6 +54,18 @@ PARAMS = {
     "frequency_penalty": "frequency_penalty",
     "frequencyPenalty": "frequency_penalty",
     "response_format": "response_format",
+}
+
+#: promptfoo provider id prefixes, the target type each becomes and the variables that
+#: must be set for it to run with the user's key (any one of them).
+PROTOCOLS = {
+    "anthropic:messages:": ("anthropic", ("ANTHROPIC_API_KEY",)),
+    "openai:responses:": ("responses", ("OPENAI_API_KEY",)),
+    "openai:chat:": ("openai", ("OPENAI_API_KEY",)),
+    "azure:chat:": ("azure", ("AZURE_OPENAI_API_KEY", "AZURE_API_KEY")),
+    "google:": ("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    "vertex:": ("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    "bedrock:": ("bedrock", ("AWS_ACCESS_KEY_ID", "AWS_PROFILE")),
 }
 
 _TEXT_FILES = (".txt", ".md", ".j2", ".jinja", ".njk", "")
@@ -231,8 +248,10 @@ def _plain_data(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _provider(importer: _Importer, raw: Any, where: str) -> tuple[str, dict[str, Any]] | None:
-    """``(name, params)`` of one provider entry, or None (listed as refused)."""
+def _provider(
+    importer: _Importer, raw: Any, where: str
+) -> tuple[str, dict[str, Any], dict[str, Any] | None] | None:
+    """``(name, params, target)`` of one provider entry, or None (listed as refused)."""
     if isinstance(raw, dict) and len(raw) == 1 and "id" not in raw:
         ((pid, body),) = raw.items()
         raw = {"id": pid, **(body if isinstance(body, dict) else {})}
@@ -250,18 +269,60 @@ def _provider(importer: _Importer, raw: Any, where: str) -> tuple[str, dict[str,
         importer.skip(f"provider {pid}", where, f"'config' must be an object; got {config!r}")
         return None
     params = {PARAMS[k]: _plain_data(v) for k, v in config.items() if k in PARAMS}
-    left = sorted(k for k in config if k not in PARAMS)
+    target = _target(pid, config)
+    native = {"apiHost", "apiBaseUrl", "region"} if target else set()
+    left = sorted(k for k in config if k not in PARAMS and k not in native)
     if left:
         importer.skip(f"provider {pid} config", where, f"{', '.join(left)}: not request parameters")
-    model = pid.split(":")[-1]
-    importer.approximated.append(
-        Note(
-            f"provider {pid}",
-            where,
-            f"a variant with its parameters; the model is the run's (--model), not {model!r}",
+    if target is not None:
+        how = f"the variant's target: {target['type']} {target['model']!r}"
+        if target["type"] == "gemini" and pid.startswith("vertex:"):
+            how += " through the Gemini API (generativelanguage), not Vertex AI"
+        importer.mapped.append(Note(f"provider {pid}", where, how))
+    else:
+        model = pid.split(":")[-1]
+        prefix = next((p for p in PROTOCOLS if pid.startswith(p)), None)
+        unset = f" ({' or '.join(PROTOCOLS[prefix][1])} not set)" if prefix else ""
+        importer.approximated.append(
+            Note(
+                f"provider {pid}",
+                where,
+                f"a variant with its parameters; the model is the run's (--model), not "
+                f"{model!r}{unset}",
+            )
         )
-    )
-    return str(raw.get("label") or pid), params
+    return str(raw.get("label") or pid), params, target
+
+
+def _target(pid: str, config: dict[str, Any]) -> dict[str, Any] | None:
+    """The variant's own target table for provider ``pid``: its protocol, model and key
+    variable; None when evalnb speaks no such protocol or the key is not set here."""
+    if pid.startswith("openai:") and pid.count(":") == 1:  # promptfoo's short chat form
+        pid = "openai:chat:" + pid.removeprefix("openai:")
+    prefix = next((p for p in PROTOCOLS if pid.startswith(p)), None)
+    if prefix is None or not pid[len(prefix) :]:
+        return None
+    kind, names = PROTOCOLS[prefix]
+    key = next((name for name in names if os.environ.get(name)), None)
+    if key is None:
+        return None
+    model = pid[len(prefix) :].removeprefix("converse:")
+    target: dict[str, Any] = {"type": kind, "model": model}
+    if kind != "bedrock":
+        target["api_key_env"] = key
+    host = config.get("apiHost") or config.get("apiBaseUrl")
+    if kind == "azure":
+        host = host or os.environ.get("AZURE_OPENAI_ENDPOINT") or os.environ.get("AZURE_API_HOST")
+        if not isinstance(host, str) or not host:
+            return None
+        target["base_url"] = host if "://" in host else f"https://{host}"
+    elif kind == "openai":
+        target["base_url"] = host if isinstance(host, str) and host else "https://api.openai.com/v1"
+    elif kind in ("anthropic", "responses") and isinstance(host, str) and host:
+        target["base_url"] = host
+    if kind == "bedrock" and isinstance(config.get("region"), str):
+        target["region"] = config["region"]
+    return target
 
 
 def provider_variants(
@@ -277,7 +338,7 @@ def provider_variants(
     if not providers:
         return prompts
     variants = []
-    for name, params in providers:
+    for name, params, target in providers:
         for prompt in prompts:
             variant = dict(prompt)
             if len(providers) > 1:
@@ -288,5 +349,7 @@ def provider_variants(
                 )
             if params:
                 variant["params"] = {**prompt.get("params", {}), **params}
+            if target is not None:
+                variant["target"] = target
             variants.append(variant)
     return variants

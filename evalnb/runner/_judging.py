@@ -16,7 +16,7 @@ from evalnb.cases import JudgeSpec
 from evalnb.checks import Check
 from evalnb.checks._judge import JUDGE
 from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
-from evalnb.targets import CountingTarget, OpenAIChat
+from evalnb.targets import AzureOpenAIChat, CountingTarget, OpenAIChat
 from evalnb.targets._embeddings import OpenAIEmbeddings
 
 __all__ = ["embeddings_of", "judge_target", "judging", "require_judge"]
@@ -35,11 +35,14 @@ def judge_target(spec: JudgeSpec, target: Any) -> OpenAIChat:
     """The judge a design names, reached over the OpenAI chat API: at its own URL with its
     own key variable (never the target's), or at the target's server with the target's key.
     """
-    base_url = spec.base_url or getattr(target, "base_url", None)
+    # Only a server that speaks the OpenAI chat API is shared with the judge.
+    chat = isinstance(target, OpenAIChat) and not isinstance(target, AzureOpenAIChat)
+    shared = getattr(target, "base_url", None) if chat else None
+    base_url = spec.base_url or shared
     if not isinstance(base_url, str):
         raise ArgumentError(
             f"the judge {spec.model!r} needs its base_url (judge.base_url, --judge-base-url): "
-            f"the target {type(target).__name__} has no server to share"
+            f"the target {type(target).__name__} has no OpenAI-compatible server to share"
         )
     api_key_env = spec.api_key_env
     if api_key_env is None and spec.base_url is None:

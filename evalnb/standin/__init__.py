@@ -1,7 +1,11 @@
 """The stand-in model: a seeded OpenAI-compatible server whose true error rates are known.
 
 The demo, the notebooks and the tests run against it, so nothing needs a network or
-a key. Models: ``shop-v1`` (slips 30% of the time), ``shop-v2`` (10%), ``extractor``
+a key. Besides OpenAI's chat completions it speaks Anthropic's Messages, OpenAI's Responses,
+Gemini's generateContent, Bedrock's Converse and Azure OpenAI's deployment routes, answered
+by the same assistants.
+
+Models: ``shop-v1`` (slips 30% of the time), ``shop-v2`` (10%), ``extractor``
 (JSON that disagrees more as temperature rises), ``quiz`` (reference, multiple-choice and
 template questions, wrong 30% of the time, 10% when told to check its work), ``notes``,
 ``judge`` (pass/fail or graded) and ``echo``.

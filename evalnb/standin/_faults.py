@@ -10,6 +10,8 @@ kind           what the server does
 =============  ===============================================================
 latency        sleeps ``ms`` (default 100) and then answers normally
 status_429     HTTP 429, ``Retry-After: <retry_after>`` (seconds, default 1)
+overloaded     the protocol's overload status (Anthropic's 529, else 503), with
+               ``Retry-After: <retry_after>``
 status_500     HTTP 500 with an OpenAI-style error body
 malformed      HTTP 200, ``application/json``, a body that is not JSON
 drop           closes the connection without sending any response
@@ -35,7 +37,16 @@ from evalnb._numbers import is_number, is_whole
 
 __all__ = ["FAULT_KINDS", "Fault", "parse_fault", "parse_faults"]
 
-FAULT_KINDS = ("latency", "status_429", "status_500", "malformed", "drop", "empty", "hang")
+FAULT_KINDS = (
+    "latency",
+    "status_429",
+    "overloaded",
+    "status_500",
+    "malformed",
+    "drop",
+    "empty",
+    "hang",
+)
 
 _DEFAULT_MS = {"latency": 100.0, "hang": 60_000.0}
 _KEYS = ("kind", "times", "rate", "ms", "retry_after", "model")
@@ -56,7 +67,7 @@ class Fault:
         out: dict[str, Any] = {"kind": self.kind, "times": self.times, "rate": self.rate}
         if self.kind in _DEFAULT_MS:
             out["ms"] = self.ms
-        if self.kind == "status_429":
+        if self.kind in ("status_429", "overloaded"):
             out["retry_after"] = self.retry_after
         if self.model is not None:
             out["model"] = self.model

@@ -1,4 +1,5 @@
-"""The stand-in's aiohttp application: OpenAI chat routes, seeded draws, injected faults.
+"""The stand-in's aiohttp application: OpenAI chat routes (and the vendors' protocols, each
+turned into a chat request by :mod:`evalnb.standin._protocols`), seeded draws, injected faults.
 
 Determinism. A reply depends only on the server seed, the model, the canonical JSON of
 ``messages``, the parameters that change what an assistant says (``temperature``,
@@ -28,6 +29,7 @@ from aiohttp import web
 from evalnb._numbers import is_whole
 from evalnb.standin._assistant import Reply, text_of
 from evalnb.standin._faults import Fault, parse_fault, parse_faults
+from evalnb.standin._protocols import PROTOCOLS, Protocol
 from evalnb.standin._registry import assistants
 
 __all__ = [
@@ -221,19 +223,33 @@ class _StandIn:
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         return web.json_response({"object": "list", "data": data, "model": model, "usage": usage})
 
-    async def chat(self, request: web.Request) -> web.StreamResponse:
+    def route(self, protocol: Protocol) -> Any:
+        """The handler of one protocol's route."""
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self.chat(request, protocol)
+
+        return handle
+
+    async def chat(
+        self, request: web.Request, protocol: Protocol = PROTOCOLS["chat"]
+    ) -> web.StreamResponse:
         entry: dict[str, Any] = {
             "time": time.time(),
+            "protocol": protocol.name,
             "model": None,
             "body_sha256": None,
             "fault": None,
             "status": None,
-            # whether a bearer token came, never its value: lets tests see a key was sent
-            "authorized": request.headers.get("Authorization", "").startswith("Bearer "),
+            # whether a key came, never its value: lets tests see a key was sent
+            "authorized": any(
+                request.headers.get(name, "").startswith(start) and request.headers.get(name)
+                for name, start in protocol.keys
+            ),
         }
         self.log.append(entry)
         try:
-            response = await self._chat(request, entry)
+            response = await self._chat(request, entry, protocol)
         except _Refusal as refusal:
             response = refusal.response()
         entry["status"] = response.status if entry["fault"] != "drop" else None
@@ -241,7 +257,9 @@ class _StandIn:
 
     # -- the chat route's steps ------------------------------------------------------
 
-    async def _chat(self, request: web.Request, entry: dict[str, Any]) -> web.StreamResponse:
+    async def _chat(
+        self, request: web.Request, entry: dict[str, Any], protocol: Protocol
+    ) -> web.StreamResponse:
         try:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge as exc:
@@ -253,6 +271,11 @@ class _StandIn:
             raise _Refusal(400, f"request body is not valid JSON ({exc})") from None
         if not isinstance(body, dict):
             raise _Refusal(400, f"request body must be a JSON object; got {type(body).__name__}")
+        route = {**request.match_info, **request.query}
+        try:
+            body = protocol.request(body, route)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise _Refusal(400, f"not a {protocol.name} request ({exc})") from None
         body_sha = hashlib.sha256(_canonical(body)).hexdigest()
         entry["body_sha256"] = body_sha
         model = body.get("model")
@@ -263,11 +286,12 @@ class _StandIn:
         fault = self._fault(request_fault, body["model"], body_sha)
         if fault is not None:
             entry["fault"] = fault.kind
-            early = await self._apply(fault, request)
+            early = await self._apply(fault, request, protocol)
             if early is not None:
                 return early
         completion = self._complete(body, empty=fault is not None and fault.kind == "empty")
-        return web.Response(body=json.dumps(completion).encode(), content_type="application/json")
+        answer = protocol.response(completion)
+        return web.Response(body=json.dumps(answer).encode(), content_type="application/json")
 
     def _validate(self, body: dict[str, Any]) -> Fault | None:
         """Refuse a body the OpenAI API would refuse; return its own fault spec, if any."""
@@ -370,7 +394,9 @@ class _StandIn:
             return fault
         return None
 
-    async def _apply(self, fault: Fault, request: web.Request) -> web.StreamResponse | None:
+    async def _apply(
+        self, fault: Fault, request: web.Request, protocol: Protocol
+    ) -> web.StreamResponse | None:
         """Carry out ``fault``; a response ends the request, ``None`` lets it answer."""
         kind = fault.kind
         if kind in ("latency", "hang"):
@@ -382,6 +408,11 @@ class _StandIn:
                 "rate limit reached (injected by the stand-in)",
                 type="rate_limit_error",
                 code="rate_limit_exceeded",
+            )
+            return refusal.response(headers={"Retry-After": f"{fault.retry_after:g}"})
+        if kind == "overloaded":
+            refusal = _Refusal(
+                protocol.overload, "overloaded (injected by the stand-in)", type="overloaded_error"
             )
             return refusal.response(headers={"Retry-After": f"{fault.retry_after:g}"})
         if kind == "status_500":
@@ -466,6 +497,16 @@ def make_app(seed: int = 0, faults: Any = None) -> web.Application:
     app = web.Application()
     app.on_response_prepare.append(_server_header)
     app.router.add_post("/v1/chat/completions", state.chat)
+    app.router.add_post("/v1/messages", state.route(PROTOCOLS["anthropic"]))
+    app.router.add_post("/v1/responses", state.route(PROTOCOLS["responses"]))
+    for version in ("v1beta", "v1"):
+        app.router.add_post(
+            f"/{version}/models/{{model}}:generateContent", state.route(PROTOCOLS["gemini"])
+        )
+    app.router.add_post("/model/{model}/converse", state.route(PROTOCOLS["bedrock"]))
+    app.router.add_post(
+        "/openai/deployments/{deployment}/chat/completions", state.route(PROTOCOLS["azure"])
+    )
     app.router.add_post("/v1/embeddings", state.embeddings)
     app.router.add_get("/v1/models", state.models)
     app.router.add_get("/v1/models/{model}", state.model)

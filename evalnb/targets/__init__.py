@@ -11,12 +11,29 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from evalnb._types import Completion, Request
+from evalnb.targets._anthropic import AnthropicMessages
+from evalnb.targets._azure import AzureOpenAIChat
+from evalnb.targets._bedrock import BedrockConverse
 from evalnb.targets._command import Command
 from evalnb.targets._embeddings import OpenAIEmbeddings
 from evalnb.targets._function import Function
+from evalnb.targets._gemini import GeminiGenerateContent
 from evalnb.targets._openai import OpenAIChat
+from evalnb.targets._responses import OpenAIResponses
 
-__all__ = ["Command", "CountingTarget", "Function", "OpenAIChat", "OpenAIEmbeddings", "Target"]
+__all__ = [
+    "AnthropicMessages",
+    "AzureOpenAIChat",
+    "BedrockConverse",
+    "Command",
+    "CountingTarget",
+    "Function",
+    "GeminiGenerateContent",
+    "OpenAIChat",
+    "OpenAIEmbeddings",
+    "OpenAIResponses",
+    "Target",
+]
 
 
 @runtime_checkable

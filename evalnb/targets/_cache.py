@@ -1,4 +1,5 @@
-"""A development cache: an :class:`OpenAIChat` target's completions kept on disk.
+"""A development cache: an HTTP target's completions (:class:`OpenAIChat`, the vendors'
+protocols) kept on disk.
 
 Off by default (``run(cache=DIR)``, ``evalnb run --cache DIR``). An entry is keyed by the
 case id, the variant name, the repeat index *and* the exact request body the target posts:
@@ -30,7 +31,7 @@ from typing import Any
 
 from evalnb._exceptions import TargetError
 from evalnb._types import Completion, Request, ToolCall
-from evalnb.targets._openai import OpenAIChat
+from evalnb.targets._http import HTTPTarget
 
 __all__ = ["ResponseCache"]
 
@@ -44,15 +45,15 @@ _FLAGS = ("stdout_truncated", "stderr_truncated", "trace_truncated")
 
 
 class ResponseCache:
-    """Wraps an :class:`OpenAIChat` target: a stored completion is served (marked
+    """Wraps an HTTP target: a stored completion is served (marked
     ``cached=True``), any other request goes to the target and its completion is stored
     (``cached=False``). ``hits`` and ``misses`` count both."""
 
     def __init__(self, target: Any, directory: str | os.PathLike[str]):
-        if not isinstance(target, OpenAIChat):
+        if not isinstance(target, HTTPTarget):
             raise TypeError(
-                "'cache' keys entries by the HTTP request body, so it needs an OpenAIChat "
-                f"target; got {type(target).__name__}"
+                "'cache' keys entries by the HTTP request body, so it needs an HTTP target "
+                f"(OpenAIChat, AnthropicMessages...); got {type(target).__name__}"
             )
         if not isinstance(directory, str | os.PathLike):
             raise TypeError(f"'cache' must be a directory path; got {directory!r}")
@@ -66,7 +67,7 @@ class ResponseCache:
 
     def key(self, request: Request) -> str:
         """SHA-256 of the case id, the variant name, the repeat index and the exact body
-        :class:`OpenAIChat` posts."""
+        the target posts (with the URL's path, when that names the model)."""
         body = json.dumps(self.target._body(request), ensure_ascii=False)
         head = json.dumps([request.case.id, request.variant.name, request.repeat])
         return hashlib.sha256(f"{head}\n{body}".encode()).hexdigest()

@@ -138,6 +138,6 @@ def test_runs_written_before_the_column_still_load_resume_and_pass_the_doctor(st
 
 
 def test_the_cache_needs_an_http_target(tmp_path):
-    with pytest.raises(TypeError, match="needs an OpenAIChat target; got Function"):
+    with pytest.raises(TypeError, match=r"needs an HTTP target \(OpenAIChat, .*got Function"):
         evalnb.run(SHOP, evalnb.Function(lambda r: "x"), out=tmp_path / "r", cache=tmp_path / "c")
     assert not (tmp_path / "r").exists()

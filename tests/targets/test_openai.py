@@ -17,7 +17,7 @@ import pytest
 
 from evalnb import Case, OpenAIChat, Request, TargetError, Variant, run, store
 from evalnb.checks import check_types
-from evalnb.targets import _openai as openai_target
+from evalnb.targets import _http as http_target
 
 TYPES = ", ".join(repr(name) for name in sorted(check_types()))
 SHOP = "data/cases/shop.jsonl"
@@ -360,23 +360,24 @@ class Recorder:
     """A real HTTP server on 127.0.0.1 (aiohttp) that keeps every chat request it gets and
     answers as ``reply(prompt)`` says: ``(status, headers, body bytes)``."""
 
-    def __init__(self, reply):
+    def __init__(self, reply, route="/v1/chat/completions"):
         from aiohttp import web
 
-        self.reply, self.seen = reply, []
+        self.reply, self.seen, self.paths = reply, [], []
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
 
         async def chat(request):
             body = await request.read()
             self.seen.append((dict(request.headers), body))
+            self.paths.append(request.raw_path)
             status, headers, content = self.reply(json.loads(body)["messages"][-1]["content"])
             return web.Response(status=status, headers=headers, body=content)
 
         def serve():
             asyncio.set_event_loop(self.loop)
             app = web.Application()
-            app.router.add_post("/v1/chat/completions", chat)
+            app.router.add_post(route, chat)
             self.runner = web.AppRunner(app)
             self.loop.run_until_complete(self.runner.setup())
             site = web.TCPSite(self.runner, "127.0.0.1", 0)
@@ -447,7 +448,7 @@ def test_the_client_timeouts_reach_httpx_own_transport(monkeypatch):
         return httpx.Response(200, json={"choices": [{"message": {"content": "pong"}}]})
 
     monkeypatch.setattr(
-        openai_target, "_transport", lambda name, session: httpx.MockTransport(handler)
+        http_target, "_transport", lambda name, session: httpx.MockTransport(handler)
     )
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
@@ -574,3 +575,30 @@ def test_a_server_dripping_its_answer_ends_at_the_whole_request_timeout():
     finally:
         holder["loop"].call_soon_threadsafe(holder["loop"].stop)
         thread.join(10)
+
+
+def test_headers_and_query_go_with_every_request_and_only_header_names_are_recorded():
+    server = Recorder(_pong)
+    try:
+        target = OpenAIChat(
+            server.url,
+            "m",
+            headers={"X-Gateway-Team": "team-secret-value"},
+            query={"api-version": "2024-10-21"},
+        )
+        completion = _complete(target, "ping")
+
+        async def describe():
+            async with target:
+                return await target.describe()
+
+        described = asyncio.run(describe())
+    finally:
+        server.close()
+    assert completion.text == "pong ping"
+    ((headers, _),) = server.seen
+    assert headers["X-Gateway-Team"] == "team-secret-value"
+    assert server.paths == ["/v1/chat/completions?api-version=2024-10-21"]
+    assert described["headers"] == ["X-Gateway-Team"]
+    assert described["query"] == {"api-version": "2024-10-21"}
+    assert "team-secret-value" not in json.dumps(described)
