@@ -37,6 +37,7 @@ from evalnb._prices import Prices
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases._files import file_sha256, load_cases
 from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases, checks_for
+from evalnb.checks._trust import require_trust
 from evalnb.runner._blocking import blocking
 from evalnb.runner._budget import Budget
 from evalnb.runner._judging import embeddings_of, judging, require_judge
@@ -617,6 +618,7 @@ async def arun(
     prices: Prices | str | os.PathLike[str] | None = None,
     cache: str | os.PathLike[str] | None = None,
     until: StoppingRule | None = None,
+    trust_code: bool = False,
 ) -> RunResult:
     """Run every case for every variant ``repeats`` times against ``target``, write a run
     directory and return its :class:`RunResult`. ``run`` blocks (in a notebook too: the run
@@ -661,6 +663,8 @@ async def arun(
         cache: a development cache folder (``OpenAIChat`` only), keyed by case, variant,
             repeat and request body (``cached`` column); a damaged entry is asked again.
         until: a stopping rule (``evalnb.Decided``): cases in a seeded order until it decides.
+        trust_code: run the Python graders the suite carries (out of process, bounded);
+            without it a suite with code stops unless that code was trusted before.
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
@@ -681,6 +685,7 @@ async def arun(
         prices=prices,
         cache=cache,
     )
+    require_trust(session.by_case.values(), trust_code, "run")
     with session.kept():
         async with session.open(out, resume=resume, overwrite=overwrite):
             try:

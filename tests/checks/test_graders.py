@@ -12,6 +12,7 @@ from evalnb._exceptions import ArgumentError
 from evalnb._types import Case, Sample
 from evalnb.checks import Outcome, Unscored, build_check
 from evalnb.checks._javascript import node_path
+from evalnb.checks._trust import require_trust
 
 needs_node = pytest.mark.skipif(node_path() is None, reason="Node.js is not installed")
 
@@ -37,8 +38,15 @@ def _sample(answer: str, *, latency_ms: float = 12.0, response: dict | None = No
 CASE = Case(id="c", vars={"topic": "rain"}, prompt="x")
 
 
+@pytest.fixture(autouse=True)
+def _approvals(tmp_path, monkeypatch) -> None:
+    """Approvals recorded here, not in the user's configuration."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
 def _run(spec: dict, answer: str = "Ahoy, rain today") -> Outcome:
     check = build_check(spec, case=CASE)
+    require_trust([[check]], True, "run")  # the user says so, as --trust-code does
     result = check(_sample(answer))
     assert isinstance(result, Outcome)
     return result
