@@ -581,6 +581,23 @@ class _Session:
             return "budget"
         return "cases" if self.status == "complete" else "interrupted"
 
+    async def conduct(
+        self,
+        out: str | os.PathLike[str] | None,
+        resume: bool,
+        overwrite: bool,
+        *execution: Any,
+    ) -> RunResult:
+        """Open the run directory, execute (``timeout, canonical, progress, flush_every,
+        flush_seconds``), finish, and return the result."""
+        with self.kept():
+            async with self.open(out, resume=resume, overwrite=overwrite):
+                try:
+                    await self.execute(*execution)
+                finally:
+                    self.finish()
+        return self.result()
+
     def result(self) -> RunResult:
         """The run's :class:`RunResult`, over every sample of the run (those of a resumed
         run's earlier sessions and of a cluster's shards are read from its tables)."""
@@ -663,8 +680,7 @@ async def arun(
         cache: a development cache folder (``OpenAIChat`` only), keyed by case, variant,
             repeat and request body (``cached`` column); a damaged entry is asked again.
         until: a stopping rule (``evalnb.Decided``): cases in a seeded order until it decides.
-        trust_code: run the Python graders the suite carries (out of process, bounded);
-            without it a suite with code stops unless that code was trusted before.
+        trust_code: run the Python graders the suite carries (bounded, out of process).
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
@@ -685,14 +701,10 @@ async def arun(
         prices=prices,
         cache=cache,
     )
-    require_trust(session.by_case.values(), trust_code, "run")
-    with session.kept():
-        async with session.open(out, resume=resume, overwrite=overwrite):
-            try:
-                await session.execute(timeout, canonical, progress, flush_every, flush_seconds)
-            finally:
-                session.finish()
-    return session.result()
+    require_trust(session.by_case.values(), trust_code, "run")  # before anything is written
+    return await session.conduct(
+        out, resume, overwrite, timeout, canonical, progress, flush_every, flush_seconds
+    )
 
 
 run = blocking(arun)
