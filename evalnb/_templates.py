@@ -220,9 +220,13 @@ _counter = threading.local()
 
 def _counted_range(*args: Any) -> Any:
     """``range`` whose steps count against :data:`MAX_ITERATIONS` for the rendering."""
-    from jinja2.sandbox import safe_range
+    from jinja2.sandbox import MAX_RANGE, safe_range
 
-    for value in safe_range(*args):
+    try:
+        values = safe_range(*args)
+    except OverflowError:
+        raise _Over(f"a range of more than {MAX_RANGE:,} numbers") from None
+    for value in values:
         _counter.steps = getattr(_counter, "steps", 0) + 1
         if _counter.steps > MAX_ITERATIONS:
             raise _Over(f"the loops took over {MAX_ITERATIONS:,} steps")

@@ -240,13 +240,28 @@ def _normalise(value: Any, check: Any) -> Outcome:
     )
 
 
+#: The most characters a check result's detail keeps; the rest is cut, its size said.
+MAX_DETAIL = 4_000
+#: The most characters a check result's evidence keeps (as JSON text).
+MAX_EVIDENCE = 64_000
+
+
+def _capped(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [cut: {len(text):,} characters in all]"
+
+
 def _result(check: Check, outcome: Outcome) -> CheckResult:
+    """A check's outcome as stored: detail and evidence capped (a grader may return
+    megabytes), the original size kept in the text."""
     evidence = outcome.evidence
     if evidence is not None and not isinstance(evidence, str):
         evidence = json.dumps(evidence, ensure_ascii=False, default=str)
-    return CheckResult(
-        check.name, check.type, outcome.passed, outcome.detail, evidence, outcome.score
-    )
+    if evidence is not None and len(evidence) > MAX_EVIDENCE:
+        evidence = json.dumps({"cut": True, "size": len(evidence), "head": evidence[:MAX_EVIDENCE]})
+    detail = _capped(str(outcome.detail or ""), MAX_DETAIL)
+    return CheckResult(check.name, check.type, outcome.passed, detail, evidence, outcome.score)
 
 
 def _zero(check: Check) -> float | None:
