@@ -38,12 +38,6 @@ def _sample(answer: str, *, latency_ms: float = 12.0, response: dict | None = No
 CASE = Case(id="c", vars={"topic": "rain"}, prompt="x")
 
 
-@pytest.fixture(autouse=True)
-def _approvals(tmp_path, monkeypatch) -> None:
-    """Approvals recorded here, not in the user's configuration."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-
-
 def _run(spec: dict, answer: str = "Ahoy, rain today") -> Outcome:
     check = build_check(spec, case=CASE)
     require_trust([[check]], True, "run")  # the user says so, as --trust-code does
