@@ -22,7 +22,7 @@ import pytest
 
 from evalnb import Case, run
 from evalnb._types import Request, Sample
-from evalnb.checks import Outcome, build_check
+from evalnb.checks import Outcome, build_check, run_checks
 from evalnb.checks import _javascript as javascript
 from evalnb.checks._javascript import NODE_RSS_MB, node_path
 from evalnb.checks._sandbox import landlock_abi
@@ -454,11 +454,30 @@ def test_lm_eval_names_an_include_loop_and_refuses_a_huge_range(tmp_path: Path) 
     (folder / "a.yaml").write_text("include: b.yaml\ntask: a\n")
     (folder / "b.yaml").write_text('include: a.yaml\ndoc_to_text: "{{q}}"\n')
     (folder / "r.yaml").write_text(
-        'task: r\ndoc_to_text: "{% for i in range(10**9) %}x{% endfor %}"\n'
-        'doc_to_target: "{{a}}"\n'
+        'task: r\ndoc_to_text: "{% for i in range(10**9) %}x{% endfor %}"\ndoc_to_target: "{{a}}"\n'
     )
     (folder / "d.jsonl").write_text('{"q": "hi", "a": "x"}\n')
     looped = _evalnb(tmp_path, "import", "lm-eval", "a.yaml", "--data", "d.jsonl", "--out", "o")
     _one_line(looped, "import", "'include' makes a loop: a.yaml -> b.yaml -> a.yaml")
     ranged = _evalnb(tmp_path, "import", "lm-eval", "r.yaml", "--data", "d.jsonl", "--out", "o")
     _one_line(ranged, "import", "a range of more than 100,000 numbers")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "python_code", "code": "{'pass': True, 'reason': 'x' * (20 * 1024 ** 2)}"},
+        pytest.param(
+            {"type": "javascript", "code": "({pass: true, reason: 'x'.repeat(20 * 1024 * 1024)})"},
+            marks=needs_node,
+        ),
+    ],
+    ids=["python", "javascript"],
+)
+def test_a_grader_detail_of_20_mb_is_kept_capped_with_its_size(spec: dict) -> None:
+    check = build_check(spec, case=Case(id="c", prompt="p"))
+    require_trust([[check]], True, "run")
+    (result,) = run_checks([check], _sample("x"))
+    assert result.outcome is True, result.detail[:300]
+    assert len(result.detail) < 5000 and "characters in all" in result.detail
+    assert str(20 * 1024 * 1024) in result.detail.replace(",", "")

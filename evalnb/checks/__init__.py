@@ -22,6 +22,7 @@ import copy
 import inspect
 import json
 import math
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -246,10 +247,16 @@ MAX_DETAIL = 4_000
 MAX_EVIDENCE = 64_000
 
 
+#: The note a cut text ends with; a grader's worker cuts first and says the size it saw.
+_CUT = re.compile(r" \[cut: ([\d,]+) characters in all\]$")
+
+
 def _capped(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return f"{text[:limit]} [cut: {len(text):,} characters in all]"
+    earlier = _CUT.search(text)
+    size = int(earlier.group(1).replace(",", "")) if earlier else len(text)
+    return f"{text[:limit]} [cut: {size:,} characters in all]"
 
 
 def _result(check: Check, outcome: Outcome) -> CheckResult:

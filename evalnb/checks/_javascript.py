@@ -79,6 +79,19 @@ const body = (code) => {
   const isBody = text.includes('\n') || /(^|[;{])\s*return\b/.test(text);
   return isBody ? code : 'return (' + text + ');';
 };
+// A reply stays under LIMIT characters: a long reason is cut, its size kept in the text.
+const LIMIT = 100000;
+const cut = (reply, size) => {
+  if (size <= LIMIT) return reply;
+  const v = reply.value;
+  if (v && typeof v === 'object' && typeof v.reason === 'string') {
+    const reason = v.reason.slice(0, LIMIT) + ' [cut: ' + v.reason.length + ' characters in all]';
+    const kept = { pass: v.pass, score: v.score, reason: reason };
+    if (JSON.stringify(kept).length <= LIMIT * 2) return { ok: true, value: kept };
+  }
+  const error = 'the grader returned ' + size + ' characters of JSON (over ' + LIMIT + ')';
+  return { ok: false, error: error };
+};
 // A rejection or a throw left behind by a grader is not the next grader's failure.
 process.on('unhandledRejection', () => {});
 process.on('uncaughtException', () => {});
@@ -115,10 +128,11 @@ rl.on('line', (line) => {
     sandbox.__v = value;
     const text = value === undefined ? 'null' : vm.runInContext('JSON.stringify(__v)', ctx, opts);
     reply = { ok: true, value: JSON.parse(text || 'null') };
+    reply = cut(reply, text ? text.length : 0);
   } catch (e) {
     reply = { ok: false, error: String(e && e.message ? e.message : e).split('\n')[0] };
   }
-  process.stdout.write(JSON.stringify(reply) + '\n');
+  process.stdout.write(JSON.stringify(reply).slice(0, LIMIT * 2) + '\n');
 });
 """
 
