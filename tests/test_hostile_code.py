@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import operator
 import os
 import signal
 import subprocess
@@ -481,3 +482,27 @@ def test_a_grader_detail_of_20_mb_is_kept_capped_with_its_size(spec: dict) -> No
     assert result.outcome is True, result.detail[:300]
     assert len(result.detail) < 5000 and "characters in all" in result.detail
     assert str(20 * 1024 * 1024) in result.detail.replace(",", "")
+
+
+def test_trusted_code_runs_on_dask_workers_of_this_machine(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    check = {"type": "python_code", "code": "output.startswith('say')"}
+    suite = [Case(f"c{i}", prompt=f"say {i}", checks=[check]) for i in range(4)]
+    with (  # started now: the workers share this test's approvals folder
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=None,
+        ) as local,
+        distributed.Client(local, set_as_default=False) as client,
+    ):  # fmt: skip
+        result = run(
+            suite,
+            Function(operator.attrgetter("prompt")),
+            out=tmp_path / "r",
+            progress=False,
+            cluster=client,
+            shard_size=2,
+            trust_code=True,
+        )
+    outcomes = read_table(result.path, "checks").column("outcome").to_pylist()
+    assert outcomes == [True] * 4

@@ -101,8 +101,13 @@ def require_trust(checks: Iterable[Iterable[Any]], trust_code: bool, action: str
 
 
 def require_approved(check: Any) -> None:
-    """Raise unless this check's code was trusted in this process (by :func:`require_trust`)."""
-    if _digest(check) not in _approved:
+    """Raise unless this check's code was trusted: in this process (by
+    :func:`require_trust`), or recorded as trusted (a Dask worker on the same machine)."""
+    digest = _digest(check)
+    if digest not in _approved and digest in _recorded():
+        with _lock:
+            _approved.add(digest)
+    if digest not in _approved:
         raise ArgumentError(
             f"{_name(check)} was not trusted: run or score with --trust-code (trust_code=True)"
         )
