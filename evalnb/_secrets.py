@@ -4,12 +4,16 @@ and passwords in URLs.
 A target that holds a secret registers it (:func:`register`); the store then redacts every
 string it writes, samples, check results and JSON files alike (:func:`redact`). A key may
 come back from a server as written, JSON-escaped (``\\/``, ``\\u0041``) or percent-encoded:
-each of its characters is matched in any of those forms, so no form gets through.
+each of its characters is matched in any of those forms, so no form gets through. Matching
+ignores case, and the forms evalnb's normalisations make of a secret (case folded, ASCII
+punctuation removed, as the ``canonical`` answer and the fuzzy comparisons do) are
+registered with it, so a derived text never carries it either.
 """
 
 from __future__ import annotations
 
 import re
+import string
 import threading
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -51,9 +55,18 @@ def register(secret: str | None) -> None:
         if secret in _secrets:
             return
         _secrets.add(secret)
+        _secrets.update(f for f in _normalised(secret) if len(f) >= MIN_LENGTH)
         # Longest first: a key that holds another is redacted whole.
         forms = sorted(_secrets, key=len, reverse=True)
-        _pattern = re.compile("|".join(_any_form(s) for s in forms))
+        _pattern = re.compile("|".join(_any_form(s) for s in forms), re.IGNORECASE)
+
+
+def _normalised(secret: str) -> set[str]:
+    """The forms answer normalisation makes of ``secret``: case folded, white space
+    collapsed, ASCII punctuation removed (``normalise_answer``, ``fuzzy_normalise``)."""
+    folded = " ".join(secret.split()).casefold()
+    bare = "".join(c for c in secret.lower() if c not in string.punctuation)
+    return {folded, " ".join(bare.split()), "".join(bare.split())} - {secret}
 
 
 def active() -> bool:

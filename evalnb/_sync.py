@@ -8,6 +8,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar, cast
 
+from evalnb._templates import interrupt_renders
+
 __all__ = ["run_sync"]
 
 T = TypeVar("T")
@@ -54,6 +56,7 @@ def _in_thread(coroutine: Any) -> Any:
             pass
     except KeyboardInterrupt:
         box["loop"].call_soon_threadsafe(box["task"].cancel)
+        interrupt_renders()  # a template rendering on the run's thread, not at an await
         while not finished.is_set():
             # A second Ctrl-C (or SIGTERM) must not cut the flush short.
             with contextlib.suppress(KeyboardInterrupt):

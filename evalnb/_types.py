@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -13,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from evalnb._exceptions import ArgumentError
+from evalnb._templates import _Namespace, check_template, render_template
 
 __all__ = [
     "CHOICES_TEMPLATE",
@@ -65,72 +65,6 @@ def _spec_of(check: Any) -> Any:
     if spec is not None:
         return spec
     return {"type": "python", "name": getattr(check, "__name__", type(check).__name__)}
-
-
-class _Namespace(dict[str, Any]):
-    """A mapping a template reaches by a name (``vars``), so that a missing key is
-    reported as ``'vars.x' is undefined`` rather than as a dict's missing attribute."""
-
-    def __init__(self, name: str, values: Mapping[str, Any]):
-        super().__init__(values)
-        self.evalnb_name = name
-
-
-@functools.cache
-def _environment() -> Any:
-    # Imported here: only cases with templates or choices pay for Jinja2.
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-    from jinja2.utils import missing
-
-    class Undefined(StrictUndefined):
-        @property
-        def _undefined_message(self) -> str:
-            owner = self._undefined_obj
-            if isinstance(owner, _Namespace):
-                return f"variable '{owner.evalnb_name}.{self._undefined_name}' is undefined"
-            if self._undefined_hint is None and owner is missing:
-                return f"variable {self._undefined_name!r} is undefined"
-            return str(super()._undefined_message)
-
-    return SandboxedEnvironment(undefined=Undefined, keep_trailing_newline=True, autoescape=False)
-
-
-@functools.lru_cache(maxsize=512)
-def _compiled(source: str) -> Any:
-    from jinja2 import TemplateSyntaxError
-
-    try:
-        return _environment().from_string(source)
-    except TemplateSyntaxError as exc:
-        raise ArgumentError(
-            f"is not a valid template ({exc.message} at line {exc.lineno})"
-        ) from None
-
-
-def check_template(source: str) -> None:
-    """A ``ValueError`` when ``source`` is not a valid template (``is not a valid template
-    (unexpected '}' at line 1)``)."""
-    _compiled(source)
-
-
-def render_template(source: str, context: Mapping[str, Any]) -> str:
-    """Render Jinja2 ``source`` in a sandbox; any undefined variable is an error.
-
-    Errors are ``ValueError`` with a short message the caller prefixes with the field:
-    ``variable 'question' is undefined``, ``variable 'vars.city' is undefined``,
-    ``is not a valid template (unexpected '}' at line 1)``.
-
-    >>> render_template("Hello {{ name }}", {"name": "Ada"})
-    'Hello Ada'
-    """
-    from jinja2 import TemplateError
-
-    template = _compiled(source)
-    try:
-        return str(template.render(context))
-    except TemplateError as exc:
-        raise ArgumentError(str(exc.message)) from None
 
 
 def text_of(content: Any) -> str:

@@ -8,3 +8,10 @@ def standin():
     """One real stand-in server on 127.0.0.1 for the whole session."""
     with StandIn(seed=0) as server:
         yield server
+
+
+@pytest.fixture(autouse=True)
+def _trust_approvals_kept_apart(tmp_path_factory, monkeypatch):
+    """Approvals of a suite's code (``--trust-code``) are recorded in a folder of the test's,
+    never in the configuration of the user who runs the tests."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))

@@ -24,7 +24,17 @@ PACKAGE = Path(__file__).resolve().parent.parent / "evalnb"
 #: the layers before it. This is the one list of what may sit at the top; the README's
 #: layout section and ``docs/architecture.md`` are checked against it.
 LAYERS: list[tuple[str, ...]] = [
-    ("_exceptions", "_types", "_sync", "_numbers", "_process", "_secrets", "_prices", "_stopping"),
+    (
+        "_exceptions",
+        "_templates",
+        "_types",
+        "_sync",
+        "_numbers",
+        "_process",
+        "_secrets",
+        "_prices",
+        "_stopping",
+    ),
     ("_evidence",),
     ("checks",),
     ("cases",),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import string
 import sys
 import threading
 import time
@@ -205,3 +206,64 @@ def test_a_password_in_the_base_url_is_never_stored(
     monkeypatch.setenv("EVALNB_HOSTILE_KEY", KEY)
     with pytest.raises(ValueError, match="carries a user and password and 'api_key_env'"):
         OpenAIChat(url, "m", api_key_env="EVALNB_HOSTILE_KEY")
+
+
+#: Four secrets a harness is given and echoes in every form normalisation makes of them.
+FOUR = {
+    "EVALNB_EVIL_API_KEY": "sk-Evil-0123456789-ApiKeyEnv",
+    "EVALNB_EVIL_TOKEN": "Tok_Evil/ABCdef0123456789",
+    "EVALNB_EVIL_SECRET": "Secret.Evil+9876543210xyz",
+    "EVALNB_EVIL_PASSWORD": "Pw-Evil-Hunter2-Correct-Horse",
+}
+
+_ECHO = """
+import json, os, string
+values = [os.environ[name] for name in sorted(os.environ) if name.startswith('EVALNB_EVIL_')]
+bare = [''.join(c for c in v.lower() if c not in string.punctuation) for v in values]
+forms = values + [v.lower() for v in values] + [v.upper() for v in values] + bare
+print(' '.join(forms), json.dumps({'key': values[0].lower()}))
+"""
+
+
+def _every_text(folder: Path) -> str:
+    """Every file under ``folder`` as text, Parquet files as their values, case folded."""
+    texts = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            if path.suffix == ".parquet":
+                texts.append(json.dumps(pq.read_table(path).to_pylist(), default=str))
+            else:
+                texts.append(path.read_text(errors="replace"))
+    return "\n".join(texts).casefold()
+
+
+def test_no_secret_survives_in_any_case_or_normalised_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalnb.interop import export_eee, export_samples
+
+    for name, value in FOUR.items():
+        monkeypatch.setenv(name, value)
+    checks = [
+        {"type": "contains", "text": "absent-word"},
+        {"type": "extract_match", "pattern": '"key": "([^"]+)"'},
+        {"type": "javascript", "code": "({pass: false, reason: output.toLowerCase()})"},
+    ]
+    case = Case(id="c", prompt="p", target="x", checks=checks)
+    out = tmp_path / "run"
+    target = Command([sys.executable, "-c", _ECHO], pass_env=sorted(FOUR))
+    run([case], target, out=out, progress=False, repeats=2)
+    (row, _) = store.read_table(out, "samples").to_pylist()
+    assert row["status"] == "completed" and "[redacted]" in row["answer"]
+    assert row["canonical"] and "[redacted]" in row["canonical"]
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    export_samples(out, exports / "samples.csv")
+    export_samples(out, exports / "samples.jsonl", format="jsonl")
+    export_eee(out, exports / "eee")
+    stored = _every_text(out) + _every_text(exports)
+    assert "samples.csv" not in stored and len(stored) > 1000
+    for value in FOUR.values():
+        bare = "".join(c for c in value.casefold() if c not in string.punctuation)
+        for form in (value.casefold(), bare, value[:12].casefold(), value[-12:].casefold()):
+            assert form not in stored, form

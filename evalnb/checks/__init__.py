@@ -22,6 +22,7 @@ import copy
 import inspect
 import json
 import math
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -57,6 +58,7 @@ from evalnb.checks._base import (
     check_types,
     register,
 )
+from evalnb.checks._trust import require_trust
 
 __all__ = [
     "CHECK_TIMEOUT",
@@ -76,6 +78,7 @@ __all__ = [
     "check_types",
     "checks_for",
     "register",
+    "require_trust",
     "run_checks",
     "unique_names",
 ]
@@ -240,13 +243,34 @@ def _normalise(value: Any, check: Any) -> Outcome:
     )
 
 
+#: The most characters a check result's detail keeps; the rest is cut, its size said.
+MAX_DETAIL = 4_000
+#: The most characters a check result's evidence keeps (as JSON text).
+MAX_EVIDENCE = 64_000
+
+
+#: The note a cut text ends with; a grader's worker cuts first and says the size it saw.
+_CUT = re.compile(r" \[cut: ([\d,]+) characters in all\]$")
+
+
+def _capped(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    earlier = _CUT.search(text)
+    size = int(earlier.group(1).replace(",", "")) if earlier else len(text)
+    return f"{text[:limit]} [cut: {size:,} characters in all]"
+
+
 def _result(check: Check, outcome: Outcome) -> CheckResult:
+    """A check's outcome as stored: detail and evidence capped (a grader may return
+    megabytes), the original size kept in the text."""
     evidence = outcome.evidence
     if evidence is not None and not isinstance(evidence, str):
         evidence = json.dumps(evidence, ensure_ascii=False, default=str)
-    return CheckResult(
-        check.name, check.type, outcome.passed, outcome.detail, evidence, outcome.score
-    )
+    if evidence is not None and len(evidence) > MAX_EVIDENCE:
+        evidence = json.dumps({"cut": True, "size": len(evidence), "head": evidence[:MAX_EVIDENCE]})
+    detail = _capped(str(outcome.detail or ""), MAX_DETAIL)
+    return CheckResult(check.name, check.type, outcome.passed, detail, evidence, outcome.score)
 
 
 def _zero(check: Check) -> float | None:
@@ -338,7 +362,11 @@ async def _within_budget(check: Check, sample: Sample) -> Any:
             loop.call_soon_threadsafe(settle, value, error)
 
     threading.Thread(target=work, name=f"evalnb-check-{check.name}", daemon=True).start()
-    return await asyncio.wait_for(done, _timeout(check))
+    # A self-timed check bounds its own run and may wait for a free worker first: a queue
+    # is not its run, so no budget here counts the wait.
+    return await asyncio.wait_for(
+        done, None if getattr(check, "self_timed", False) else _timeout(check)
+    )
 
 
 def _timeout(check: Check) -> float:

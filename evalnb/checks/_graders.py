@@ -16,6 +16,7 @@ in the detail, not as the check's score); ``{"pass", "score", "reason"}`` is all
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -121,10 +122,30 @@ class CodeCheck(SpecCheck):
         return str(self.values.get("function") or self.values["code"].strip()[:40])
 
 
+def _defined(tree: ast.Module) -> set[str]:
+    """The names a module's top level binds (functions, classes, assignments, imports)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        else:
+            for target in ast.walk(node):
+                if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
+                    names.add(target.id)
+    return names
+
+
 @register
 class PythonCodeCheck(CodeCheck):
     """Python source as a grader: ``{"type": "python_code", "code": "len(output) < 300"}``,
-    or a module and its function: ``{"code": "...", "function": "get_assert"}``."""
+    or a module and its function: ``{"code": "...", "function": "get_assert"}``.
+
+    The source is data until a run or a scoring is told to trust it
+    (:mod:`evalnb.checks._trust`): building the check only parses it. Each call runs it in a
+    process of its own, bounded in time, memory and reach (:mod:`evalnb.checks._sandbox`);
+    ``file`` names the file it came from and ``folder`` the folder it may read."""
 
     type = "python_code"
     required = {"code": _text}
@@ -133,8 +154,11 @@ class PythonCodeCheck(CodeCheck):
         "threshold": _number,
         "timeout": _seconds,
         "json_output": lambda v: bool(v),
+        "file": _text,
+        "folder": _text,
     }
     bounded = False
+    self_timed = True
     reads_case = True
 
     def validate(self, where: str) -> None:
@@ -147,35 +171,35 @@ class PythonCodeCheck(CodeCheck):
             body = textwrap.indent(_inline(code), "    ")
             code = f"def __evalnb_grader(output, context):\n{body}\n"
             name = "__evalnb_grader"
-        namespace: dict[str, Any] = {"__name__": "evalnb_grader"}
-        try:
-            exec(compile(code, f"<{where}.code>", "exec"), namespace)
+        try:  # parsed, never run: the code runs only once trusted, out of process
+            tree = ast.parse(code, f"<{where}.code>")
         except SyntaxError as exc:
             raise ArgumentError(
                 f"'{where}.code' is not valid Python (line {(exc.lineno or 1) - offset}: {exc.msg})"
             ) from None
-        except Exception as exc:
-            raise ArgumentError(
-                f"'{where}.code' fails when loaded: {type(exc).__name__}: {exc}"
-            ) from None
-        function = namespace.get(name)
-        if not callable(function):
+        if name not in _defined(tree):
             raise ArgumentError(f"'{where}.function' names no function in the code; got {name!r}")
-        self.function = function
+        self.source, self.function_name, self.where = code, name, f"<{where}.code>"
         self.take_threshold()
 
     def __call__(self, sample: Sample) -> CheckReturn:
-        output: Any = sample.answer or ""
-        if self.values.get("json_output"):
-            try:
-                output = json.loads(output)
-            except json.JSONDecodeError as exc:
-                return Outcome(False, f"the transform JSON.parse(output) failed: {exc.msg}")
-        try:
-            value = self.function(output, grader_context(self.case, sample))
-        except Exception as exc:
-            return Outcome(False, f"raised {type(exc).__name__}: {exc}"[:300])
-        return graded_outcome(value, self.values.get("threshold"))
+        from evalnb.checks._sandbox import run_python
+        from evalnb.checks._trust import require_approved
+
+        require_approved(self)
+        request = {
+            "code": self.source,
+            "function": self.function_name,
+            "where": self.where,
+            "output": sample.answer or "",
+            "context": grader_context(self.case, sample),
+            "json_output": bool(self.values.get("json_output")),
+            "folder": self.values.get("folder") or (str(self.base) if self.base else None),
+        }
+        reply = run_python(request, self.timeout)
+        if not reply.get("ok"):
+            return Outcome(False, str(reply.get("error"))[:300])
+        return graded_outcome(reply.get("value"), self.values.get("threshold"))
 
 
 @register

@@ -7,24 +7,31 @@ is a CommonJS module (``module.exports = ...``) and that export is called. The c
 (promptfoo's ``options.transform``) change ``output`` first. The return value is read as
 promptfoo reads it (:func:`~evalnb.checks._graders.graded_outcome`).
 
-One long-lived ``node`` process serves every call, one at a time. Each call runs in a
-fresh ``vm`` context with no ``require``, ``process`` or ``fetch``, for at most
-``timeout`` seconds; the process has a heap of :data:`NODE_HEAP_MB` MB, no file system
-(Node's permission model, on a Node that has one: 20 and later) and, where ``unshare`` can
-make one, a network namespace of its own with no interfaces. A call that exhausts the heap or
-the time ends the process, fails saying why, and the next call starts a new one. Without
-``node`` on ``PATH`` the check cannot be built: the error says to install Node.js.
+A small pool of ``node`` workers (:data:`~evalnb.checks._sandbox.WORKERS`) serves the
+calls, each worker one at a time, so a slow grader holds only its own worker; the time a call
+waits for a free one is not counted in its budget. Each call runs in a fresh ``vm`` context
+with no ``require``, ``process``, timers or ``fetch``, its promise jobs run inside its own
+``timeout`` (``microtaskMode: 'afterEvaluate'``), so nothing it leaves behind reaches the next
+call. A worker has a heap of :data:`NODE_HEAP_MB` MB and at most :data:`NODE_DATA_MB` MB of
+private memory (``RLIMIT_DATA``, which counts ArrayBuffers), no file system (Node's permission
+model, on a Node that has one: 20 and later), no environment but ``PATH`` and ``LANG``, and,
+where ``unshare`` can make one, a network namespace of its own with no interfaces; one line
+on stderr says when a layer is missing. A call over its memory or time ends its worker and
+fails saying why; a worker that died after its last reply is replaced without blaming the
+next grader. Workers are killed at exit, and by evalnb's watchdog if the run is killed.
+Without ``node`` on ``PATH`` the check cannot be built: the error says to install Node.js.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
-import os
-import select
 import shutil
 import subprocess
+import sys
 import threading
+import time
 from typing import Any
 
 from evalnb._exceptions import ArgumentError
@@ -38,11 +45,26 @@ from evalnb.checks._graders import (
     grader_context,
 )
 from evalnb.checks._lexical import _seconds, _text
+from evalnb.checks._sandbox import WORKERS, Lines, isolated, spawn, stop
 
-__all__ = ["NODE_HEAP_MB", "JavaScriptCheck", "node_path", "permission_flag"]
+__all__ = [
+    "NODE_DATA_MB",
+    "NODE_HEAP_MB",
+    "NODE_RSS_MB",
+    "JavaScriptCheck",
+    "node_path",
+    "permission_flag",
+]
 
-#: The heap (old space) of the Node.js process, in MB.
+#: The heap (old space) of a Node.js worker, in MB.
 NODE_HEAP_MB = 128
+#: Every private writable page of a Node.js worker (``RLIMIT_DATA``), ArrayBuffers
+#: included, in MB: its resident memory stays under :data:`NODE_RSS_MB`.
+NODE_DATA_MB = 384
+#: What a Node.js worker's resident memory stays under, in MB.
+NODE_RSS_MB = 512
+#: Seconds a worker may take to start and take a request.
+_START_SECONDS = 20.0
 
 _SERVER = r"""
 const vm = require('vm');
@@ -57,14 +79,36 @@ const body = (code) => {
   const isBody = text.includes('\n') || /(^|[;{])\s*return\b/.test(text);
   return isBody ? code : 'return (' + text + ');';
 };
+// A collector for this script only: contexts made after the flag is unset have no gc.
+require('v8').setFlagsFromString('--expose-gc');
+const collect = vm.runInNewContext('gc');
+require('v8').setFlagsFromString('--no-expose-gc');
+// A reply stays under LIMIT characters: a long reason is cut, its size kept in the text.
+const LIMIT = 100000;
+const cut = (reply, size) => {
+  if (size <= LIMIT) return reply;
+  const v = reply.value;
+  if (v && typeof v === 'object' && typeof v.reason === 'string') {
+    const reason = v.reason.slice(0, LIMIT) + ' [cut: ' + v.reason.length + ' characters in all]';
+    const kept = { pass: v.pass, score: v.score, reason: reason };
+    if (JSON.stringify(kept).length <= LIMIT * 2) return { ok: true, value: kept };
+  }
+  const error = 'the grader returned ' + size + ' characters of JSON (over ' + LIMIT + ')';
+  return { ok: false, error: error };
+};
+// A rejection or a throw left behind by a grader is not the next grader's failure.
+process.on('unhandledRejection', () => {});
+process.on('uncaughtException', () => {});
 rl.on('line', (line) => {
+  process.stdout.write('{}\n');  // taken: from here on, what happens is this call's
   let reply;
   try {
     const req = JSON.parse(line);
     const sandbox = Object.create(null);
     sandbox.__in = line;
     const gen = { strings: false, wasm: false };
-    const ctx = vm.createContext(sandbox, { codeGeneration: gen });
+    // Promise jobs run before each evaluation returns, inside its timeout: none outlives it.
+    const ctx = vm.createContext(sandbox, { codeGeneration: gen, microtaskMode: 'afterEvaluate' });
     const opts = { timeout: req.timeout_ms };
     // Everything the grader touches is made inside its own realm.
     vm.runInContext(SETUP, ctx, opts);
@@ -88,10 +132,13 @@ rl.on('line', (line) => {
     sandbox.__v = value;
     const text = value === undefined ? 'null' : vm.runInContext('JSON.stringify(__v)', ctx, opts);
     reply = { ok: true, value: JSON.parse(text || 'null') };
+    reply = cut(reply, text ? text.length : 0);
   } catch (e) {
     reply = { ok: false, error: String(e && e.message ? e.message : e).split('\n')[0] };
   }
-  process.stdout.write(JSON.stringify(reply) + '\n');
+  process.stdout.write(JSON.stringify(reply).slice(0, LIMIT * 2) + '\n');
+  // What the call left (its context, its ArrayBuffers) is freed before the next call.
+  if (process.memoryUsage().arrayBuffers > 32 * 1024 * 1024) collect();
 });
 """
 
@@ -118,25 +165,28 @@ def permission_flag(node: str) -> str | None:
     return None
 
 
-def _isolated(command: list[str]) -> list[str]:
-    """``command`` in a network namespace of its own when ``unshare`` can make one."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return command
-    probe = subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=10, check=False)
-    return [unshare, "-rn", *command] if probe.returncode == 0 else command
+_noticed: set[str] = set()
 
 
-class _Node:
-    """The one Node.js process, started on first use and again after a fatal call."""
+def _notice(node: str) -> None:
+    """Say once, in one line, which layer a javascript grader runs without here."""
+    missing = []
+    if not isolated(["true"])[0].endswith("unshare"):
+        missing.append("a network namespace of its own (unshare cannot make one here)")
+    if permission_flag(node) is None:
+        missing.append("Node's permission model (this Node has no permission flag)")
+    line = " and without ".join(missing)
+    if line and line not in _noticed:
+        _noticed.add(line)
+        print(f"evalnb: javascript graders run without {line}", file=sys.stderr)
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.process: subprocess.Popen[str] | None = None
 
-    def start(self, node: str) -> subprocess.Popen[str]:
+class _Worker:
+    """One Node.js process: one call at a time, each in a fresh context."""
+
+    def __init__(self, node: str):
         flag = permission_flag(node)
-        command = _isolated(
+        command = isolated(
             [
                 node,
                 f"--max-old-space-size={NODE_HEAP_MB}",
@@ -146,51 +196,98 @@ class _Node:
                 _SERVER,
             ]
         )
-        env = {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}
-        return subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            encoding="utf-8",
-            env=env,
-        )
+        self.process = spawn(command, memory_mb=NODE_DATA_MB, data=True)
+        assert self.process.stdout is not None
+        self.lines = Lines(self.process.stdout.fileno())
+
+    def call(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        """The reply, or a failure saying why; None when the worker was dead before it
+        took the request (then it is not this grader's fault: the caller asks another)."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write((json.dumps(request) + "\n").encode())
+            self.process.stdin.flush()
+        except OSError:
+            return None
+        if self.lines.next(time.monotonic() + _START_SECONDS) != b"{}":  # taken
+            return None
+        # The vm timeout bounds the grader's own code and its promise jobs; this the rest.
+        deadline = time.monotonic() + timeout + 2.0
+        line = self.lines.next(deadline)
+        if line is None:
+            # Before the deadline, no line means the pipe closed: the process ended.
+            why = (
+                f"took longer than {timeout:g} s"
+                if time.monotonic() >= deadline
+                else f"ended Node.js (past its {NODE_HEAP_MB} MB heap or {NODE_DATA_MB} MB "
+                "of memory?)"
+            )
+            return {"ok": False, "error": f"the grader {why}; its worker is replaced", "dead": 1}
+        reply: dict[str, Any] = json.loads(line)
+        return reply
 
     def stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
+        stop(self.process)
+
+
+class _Pool:
+    """Up to :data:`WORKERS` Node.js processes, each serving one call at a time: a slow
+    grader holds only its own worker, and the time a call waits for one is not its budget."""
+
+    def __init__(self) -> None:
+        self.slots = threading.BoundedSemaphore(WORKERS)
+        self.lock = threading.Lock()
+        self.idle: list[_Worker] = []
+        self.busy: set[_Worker] = set()
+
+    def _take(self, node: str) -> _Worker:
+        with self.lock:
+            while self.idle:
+                worker = self.idle.pop()
+                if worker.process.poll() is None:
+                    self.busy.add(worker)
+                    return worker
+                worker.stop()  # it died between calls: nobody's fault
+        worker = _Worker(node)
+        with self.lock:
+            self.busy.add(worker)
+        return worker
+
+    def _give_back(self, worker: _Worker, healthy: bool) -> None:
+        with self.lock:
+            self.busy.discard(worker)
+            if healthy:
+                self.idle.append(worker)
+        if not healthy:
+            worker.stop()
 
     def call(self, node: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        with self.slots:
+            for _attempt in range(2):  # a second worker when the first was already dead
+                worker = self._take(node)
+                try:
+                    reply = worker.call(request, timeout)
+                except BaseException:
+                    self._give_back(worker, False)
+                    raise
+                healthy = reply is not None and "dead" not in reply
+                self._give_back(worker, healthy)
+                if reply is not None:
+                    reply.pop("dead", None)
+                    return reply
+        return {"ok": False, "error": "Node.js could not be started"}
+
+    def stop(self) -> None:
+        """End every worker (at exit, and for tests)."""
         with self.lock:
-            if self.process is None or self.process.poll() is not None:
-                self.process = self.start(node)
-            process = self.process
-            assert process.stdin is not None and process.stdout is not None
-            try:
-                process.stdin.write(json.dumps(request) + "\n")
-                process.stdin.flush()
-            except (BrokenPipeError, OSError):
-                self.stop()
-                return {"ok": False, "error": "the Node.js process could not be started"}
-            # The vm timeout bounds synchronous code; this bounds everything else.
-            ready, _, _ = select.select([process.stdout], [], [], timeout + 2.0)
-            line = process.stdout.readline() if ready else ""
-            if not line:
-                self.stop()
-                why = (
-                    f"took longer than {timeout:g} s"
-                    if not ready
-                    else f"ended Node.js (past its {NODE_HEAP_MB} MB heap?)"
-                )
-                return {"ok": False, "error": f"the grader {why}; Node.js restarts for the next"}
-            reply: dict[str, Any] = json.loads(line)
-            return reply
+            workers = [*self.idle, *self.busy]
+            self.idle, self.busy = [], set()
+        for worker in workers:
+            worker.stop()
 
 
-_NODE = _Node()
+_NODE = _Pool()
+atexit.register(_NODE.stop)
 
 
 @register
@@ -206,6 +303,7 @@ class JavaScriptCheck(CodeCheck):
         "transform": _transforms,
     }
     bounded = False
+    self_timed = True
     reads_case = True
 
     def validate(self, where: str) -> None:
@@ -220,6 +318,7 @@ class JavaScriptCheck(CodeCheck):
 
     def __call__(self, sample: Sample) -> CheckReturn:
         assert self.node is not None
+        _notice(self.node)
         request = {
             "code": self.values["code"],
             "function": self.values.get("function"),

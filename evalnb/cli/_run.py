@@ -117,7 +117,17 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="environment variable holding the judge's API key (a judge at another URL "
         "never gets the target's key)",
     )
+    _trust_argument(p)
     return p
+
+
+def _trust_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trust-code",
+        action="store_true",
+        help="run the Python graders the suite carries (bounded, out of process); without "
+        "it, a suite with code stops before anything runs unless that code was trusted before",
+    )
 
 
 def _until_arguments(p: argparse.ArgumentParser) -> None:
@@ -240,6 +250,7 @@ def add_score_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         action="store_true",
         help="score an interrupted run as it is (labelled partial; never read by default)",
     )
+    _trust_argument(p)
     return p
 
 
@@ -384,6 +395,7 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
                     progress=show_progress(args),
                     command=["evalnb", *argv],
                     on_start=lambda path: print(f"writing {path}", file=sys.stderr),
+                    trust_code=args.trust_code,
                     **_cluster_settings(args),
                 )
             except KeyboardInterrupt:
@@ -479,6 +491,7 @@ def score_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         label=args.label,
         judge=judge,
         partial=args.partial,
+        trust_code=args.trust_code,
     )
     info = next(i for i in scorings(args.run_dir) if i["label"] == label)
     what = "partially (labelled partial)" if info.get("partial") else "again"

@@ -138,8 +138,9 @@ class _Task:
     def approximate(self, name: str, how: str) -> None:
         self.approximated.append(Note(name, str(self.path), how))
 
-    def config(self, path: Path, depth: int = 0) -> dict[str, Any]:
-        """The task at ``path`` with its ``include:`` chain merged under it."""
+    def config(self, path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+        """The task at ``path`` with its ``include:`` chain merged under it (``chain``: the
+        files that include it, outermost first)."""
         text = self.sources.text(path, "the lm-eval task")
         data = _load_yaml(path, text, self.limits)
         if not isinstance(data, dict):
@@ -149,10 +150,16 @@ class _Task:
         include = data.pop("include", None)
         if include is None:
             return data
-        if depth > 8 or not isinstance(include, str):
+        if not isinstance(include, str):
             raise source_error(path, f"'include' must name a YAML file beside it; got {include!r}")
         base_path, _ = self.sources.reference(path, include, f"{path}: include")
-        base = self.config(base_path, depth + 1)
+        chain = (*chain, path)
+        if base_path.resolve() in {p.resolve() for p in chain}:
+            loop = " -> ".join(p.name for p in (*chain, base_path))
+            raise source_error(path, f"'include' makes a loop: {loop}")
+        if len(chain) > 8:
+            raise source_error(path, f"'include' chains are at most 8 files deep; got {include!r}")
+        base = self.config(base_path, chain)
         self.map("include", f"{include} read and merged under the task")
         return {**base, **data}
 

@@ -259,13 +259,14 @@ class _Importer:
             raise source_error(self.path, f"{where}: 'transform' must be text; got {own!r}")
         transforms = [*transforms, *([own] if own else [])]
         function = None
+        code_file: Path | None = None
         if isinstance(value, str) and value.startswith("file://"):
             if kind in CODE:
                 ref, function = code_reference(value, kind)
                 if Path(ref).suffix != CODE[kind][0]:
                     self.skip(kind, where, f"a {kind} grader file must end in {CODE[kind][0]}")
                     return None
-                value = self.read(ref, where)[1]
+                code_file, value = self.read(ref, where)
                 function = function or CODE[kind][1]
             else:
                 file, value = self.read(value, where)
@@ -284,6 +285,8 @@ class _Importer:
         if spec is None:
             self.skip(kind, where, how)
             return None
+        if code_file is not None and spec.get("type") == "python_code":
+            spec["file"] = code_file.name  # named when the run asks to trust it
         for key in sorted(set(raw) - _ASSERTION_KEYS, key=str):
             self.skip(f"{kind}.{key}", where, "this assertion field has no evalnb counterpart")
         if isinstance(raw.get("weight"), int | float) and raw["weight"] != 1:
@@ -692,8 +695,8 @@ def _notes(cases: list[dict[str, Any]], defaults: dict[str, Any]) -> list[str]:
         )
     if "python_code" in kinds:
         notes.append(
-            "python_code checks run this suite's Python in the evalnb process: run it only "
-            "if you trust its source"
+            "python_code checks hold this suite's Python: a run or a scoring runs it only "
+            "with --trust-code, in a bounded process of its own"
         )
     if "javascript" in kinds:
         notes.append("javascript checks run in Node.js: `node` must be on PATH")

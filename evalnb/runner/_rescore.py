@@ -23,6 +23,7 @@ from evalnb.checks import (
     build_checks,
     built_cases,
     checks_for,
+    require_trust,
 )
 from evalnb.runner._judging import judging, require_judge
 from evalnb.targets import Target
@@ -51,6 +52,7 @@ async def ascore(
     label: str | None = None,
     judge: Target | None = None,
     partial: bool = False,
+    trust_code: bool = False,
 ) -> str:
     """Async form of :func:`score`, with the same parameters."""
     run_dir = store.run_path(run_dir)
@@ -64,7 +66,7 @@ async def ascore(
         load_cases(cases)  # a missing or bad file is a located error
     # One writer at a time: a run still being written (or resumed) is not scored under it.
     with store.RunLock(run_dir, "score"):
-        return await _score_locked(run_dir, cases, checks, label, judge, partial)
+        return await _score_locked(run_dir, cases, checks, label, judge, partial, trust_code)
 
 
 async def _score_locked(
@@ -74,6 +76,7 @@ async def _score_locked(
     label: str | None,
     judge: Target | None,
     partial: bool,
+    trust_code: bool,
 ) -> str:
     manifest = store.read_manifest(run_dir)
     given = build_checks(checks)
@@ -95,6 +98,7 @@ async def _score_locked(
     by_id = {case.id: case for case in cases}
     by_case = {case.id: checks_for(case, extra, replace=True) for case in cases}
     require_judge(judge, by_case.values())
+    require_trust(by_case.values(), trust_code, "score")  # a run from elsewhere too
     label = label or f"score-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}"
     if not set(label) <= _LABEL_CHARS or label == "run":
         raise ArgumentError(
@@ -155,6 +159,7 @@ def score(
     label: str | None = None,
     judge: Target | None = None,
     partial: bool = False,
+    trust_code: bool = False,
 ) -> str:
     """Recompute the checks of a stored run, without calling the target, into
     ``scores/<label>/`` beside the earlier results; return the label.
@@ -175,6 +180,8 @@ def score(
         label: the scoring's name (letters, digits, ``-``, ``_``, ``.``); default
             ``score-<time>``. An existing label is refused.
         judge: the target that answers ``judge`` checks.
+        trust_code: run the Python graders the run's suite carries (out of process,
+            bounded); a run directory from elsewhere is asked about like any suite.
 
     ``evalnb.load`` reads the newest scoring unless told another (``scoring="run"``).
 
@@ -182,5 +189,13 @@ def score(
     'stricter'
     """
     return run_sync(
-        ascore(run_dir, cases=cases, checks=checks, label=label, judge=judge, partial=partial)
+        ascore(
+            run_dir,
+            cases=cases,
+            checks=checks,
+            label=label,
+            judge=judge,
+            partial=partial,
+            trust_code=trust_code,
+        )
     )

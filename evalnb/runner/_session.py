@@ -37,7 +37,7 @@ from evalnb._numbers import is_whole
 from evalnb._prices import Prices
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases import IMPORTED, ORDERS, JudgeSpec, RunDesign
-from evalnb.checks import Check, CheckSpec, arun_checks, checks_for
+from evalnb.checks import Check, CheckSpec, arun_checks, checks_for, require_trust
 from evalnb.runner._blocking import blocking
 from evalnb.runner._budget import Budget
 from evalnb.runner._judging import embeddings_of, judge_target, judging, require_judge
@@ -614,6 +614,7 @@ async def arun(
     prices: Prices | str | os.PathLike[str] | None = None,
     cache: str | os.PathLike[str] | None = None,
     until: StoppingRule | None = None,
+    trust_code: bool = False,
 ) -> RunResult:
     """Run every case for every variant ``repeats`` times against ``target``, write a run
     directory and return its :class:`RunResult`. ``run`` blocks (in a notebook too: the run
@@ -663,6 +664,7 @@ async def arun(
         cache: a development cache folder (``OpenAIChat`` only), keyed by case, variant,
             repeat and request body (``cached`` column); a damaged entry is asked again.
         until: a stopping rule (``evalnb.Decided``): cases in a seeded order until it decides.
+        trust_code: run the Python graders the suite carries (bounded, out of process).
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """
@@ -678,6 +680,7 @@ async def arun(
         cluster=cluster,
         shard_size=shard_size,
     )
+    require_trust(session.by_case.values(), trust_code, "run")  # before anything is written
     path = session.directory(out, resume, overwrite)
     return await _drive(session, path, resume, progress, canonical, flush_every, flush_seconds)
 

@@ -12,6 +12,7 @@ from evalnb._exceptions import ArgumentError
 from evalnb._types import Case, Sample
 from evalnb.checks import Outcome, Unscored, build_check
 from evalnb.checks._javascript import node_path
+from evalnb.checks._trust import require_trust
 
 needs_node = pytest.mark.skipif(node_path() is None, reason="Node.js is not installed")
 
@@ -39,6 +40,7 @@ CASE = Case(id="c", vars={"topic": "rain"}, prompt="x")
 
 def _run(spec: dict, answer: str = "Ahoy, rain today") -> Outcome:
     check = build_check(spec, case=CASE)
+    require_trust([[check]], True, "run")  # the user says so, as --trust-code does
     result = check(_sample(answer))
     assert isinstance(result, Outcome)
     return result
@@ -136,7 +138,9 @@ def test_latency_and_cost_checks_read_what_the_sample_recorded() -> None:
 
 
 @needs_node
-def test_a_node_without_the_permission_model_still_runs_graders(tmp_path, monkeypatch) -> None:
+def test_a_node_without_the_permission_model_still_runs_graders(
+    tmp_path, monkeypatch, capsys
+) -> None:
     # Debian 12's Node.js (18) has no permission model: its flag is "bad option" there.
     import os
 
@@ -159,5 +163,11 @@ def test_a_node_without_the_permission_model_still_runs_graders(tmp_path, monkey
         assert _run({"type": "javascript", "code": "output.startsWith('Ahoy')"}).passed is True
         refused = _run({"type": "javascript", "code": "require('fs')"})
         assert refused.passed is False and "require is not defined" in refused.detail
+        # Said once, in one line: the layer that is missing here.
+        said = [line for line in capsys.readouterr().err.splitlines() if "without" in line]
+        assert said == [
+            "evalnb: javascript graders run without Node's permission model (this Node has no "
+            "permission flag)"
+        ]
     finally:
         _javascript._NODE.stop()
