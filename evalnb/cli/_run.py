@@ -8,7 +8,7 @@ import datetime as dt
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -375,6 +375,30 @@ def _target_spec(args: argparse.Namespace, experiment: Experiment) -> dict[str, 
 
 
 def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``evalnb run``: the first Ctrl-C or SIGTERM, at any step (a template rendering as
+    the design is checked, a sample in flight), ends it in one line."""
+    started: list[Path] = []
+
+    def starting(path: Path) -> None:
+        started.append(path)
+        print(f"writing {path}", file=sys.stderr)
+
+    with interrupts_once():
+        try:
+            return _run(args, argv, starting)
+        except KeyboardInterrupt:
+            if not started:
+                print("\ninterrupted before the run started; nothing was written", file=sys.stderr)
+                return 130
+            again = shlex.join(["evalnb", *argv, *([] if args.resume else ["--resume"])])
+            print(
+                f"\ninterrupted; what finished is saved. Resume with:\n  {again}",
+                file=sys.stderr,
+            )
+            return 130
+
+
+def _run(args: argparse.Namespace, argv: Sequence[str], on_start: Callable[[Path], None]) -> int:
     experiment = (
         load_experiment(resolve(args.experiment, ".toml"))
         if args.experiment
@@ -384,27 +408,17 @@ def run_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     spec = _target_spec(args, experiment)
     with contextlib.ExitStack() as stack:
         base_dir = experiment.path.parent if args.experiment and not args.command else Path.cwd()
-        target = _target(spec, stack, base_dir)
-        with interrupts_once():
-            try:
-                result = run(
-                    design,
-                    target,
-                    out=args.out,
-                    resume=args.resume,
-                    progress=show_progress(args),
-                    command=["evalnb", *argv],
-                    on_start=lambda path: print(f"writing {path}", file=sys.stderr),
-                    trust_code=args.trust_code,
-                    **_cluster_settings(args),
-                )
-            except KeyboardInterrupt:
-                again = shlex.join(["evalnb", *argv, *([] if args.resume else ["--resume"])])
-                print(
-                    f"\ninterrupted; what finished is saved. Resume with:\n  {again}",
-                    file=sys.stderr,
-                )
-                return 130
+        result = run(
+            design,
+            _target(spec, stack, base_dir),
+            out=args.out,
+            resume=args.resume,
+            progress=show_progress(args),
+            command=["evalnb", *argv],
+            on_start=on_start,
+            trust_code=args.trust_code,
+            **_cluster_settings(args),
+        )
     print(result.summary())
     if design.until is not None:
         _until_note(result.path)

@@ -59,14 +59,22 @@ FAULTS = [
     {"kind": "malformed", "rate": 0.01},
     {"kind": "empty", "rate": 0.01},
     {"kind": "latency", "rate": 0.05, "ms": 30},
+    {"kind": "overloaded", "times": 1, "rate": 0.01, "retry_after": 0.1},
 ]
 # What the client does after one attempt meets a fault (None: no fault).
-RETRIED = {"status_429", "status_500", "drop", "hang"}
+RETRIED = {"status_429", "status_500", "drop", "hang", "overloaded"}
 FINAL = {None: "completed", "latency": "completed", "empty": "empty", "malformed": "malformed"}
-GAVE_UP = {"status_429": "error", "status_500": "error", "drop": "error", "hang": "timeout"}
+GAVE_UP = {
+    "status_429": "error",
+    "status_500": "error",
+    "drop": "error",
+    "hang": "timeout",
+    "overloaded": "error",
+}
 ERROR_TEXT = {
     "status_429": "HTTP 429",
     "status_500": "HTTP 500",
+    "overloaded": "HTTP 503",
     "drop": "Server disconnected",
     "hang": f"timed out after {REQUEST_TIMEOUT:g} s",
     "malformed": "not an OpenAI chat completion",
