@@ -35,10 +35,10 @@ import pandas as pd
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number
+from evalnb._stopping import CaseOutcomes, Decision
 from evalnb.analysis._frames import Run
 from evalnb.analysis._paired import wide_counts
 from evalnb.analysis._tally import tallies
-from evalnb._stopping import CaseOutcomes, Decision
 
 __all__ = ["Decided", "betting_log_capital", "betting_sequence", "confidence_sequence"]
 

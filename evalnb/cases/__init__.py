@@ -11,6 +11,7 @@ from evalnb.cases._files import (
     load_cases,
     validate_defaults,
 )
+from evalnb.cases._yaml import YamlDocument, expanded_nodes, read_yaml, safe_loader
 
 __all__ = [
     "CASE_FIELDS",
@@ -18,10 +19,14 @@ __all__ = [
     "DEFAULT_FIELDS",
     "SUFFIXES",
     "Experiment",
+    "YamlDocument",
+    "expanded_nodes",
     "file_sha256",
     "load_cases",
     "load_experiment",
     "parse_value",
     "parse_variant",
+    "read_yaml",
+    "safe_loader",
     "validate_defaults",
 ]

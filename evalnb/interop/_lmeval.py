@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from evalnb._types import render_template
-from evalnb.interop._bounded import Limits, Sources, expanded_nodes
+from evalnb.cases import safe_loader
+from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._records import records
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
@@ -87,37 +88,17 @@ class _Function:
         return f"!function {self.name}"
 
 
-def _load_yaml(path: Path, text: str, limits: Limits) -> Any:
+def _load_yaml(path: Path, text: str, sources: Sources) -> Any:
     """The task YAML (PyYAML's safe reading, ``!function`` kept as a marker), refused past
-    ``limits.yaml_nodes`` expanded nodes."""
-    import yaml  # type: ignore[import-untyped]
+    ``Limits.yaml_nodes`` expanded nodes."""
 
-    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    class Loader(safe_loader()):  # type: ignore[misc]
         pass
 
     Loader.add_constructor(
         "!function", lambda loader, node: _Function(str(loader.construct_scalar(node)))
     )
-    loader = Loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        nodes = expanded_nodes(node, limits.yaml_nodes, str(path), aliases="&" in text)
-        if nodes > limits.yaml_nodes:
-            raise source_error(
-                path,
-                f"the YAML expands to more than {limits.yaml_nodes:,} nodes; "
-                f"{Limits.hint('yaml_nodes')}",
-            )
-        return loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise source_error(Path(f"{path}{line}"), f"not valid YAML ({problem})") from None
-    finally:
-        loader.dispose()
+    return sources.yaml(path, text, loader=Loader)
 
 
 class _Task:
@@ -141,7 +122,7 @@ class _Task:
     def config(self, path: Path, depth: int = 0) -> dict[str, Any]:
         """The task at ``path`` with its ``include:`` chain merged under it."""
         text = self.sources.text(path, "the lm-eval task")
-        data = _load_yaml(path, text, self.limits)
+        data = _load_yaml(path, text, self.sources)
         if not isinstance(data, dict):
             raise source_error(
                 path, f"not an lm-eval task: expected a YAML object; got {shown(data)}"

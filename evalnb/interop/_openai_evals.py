@@ -117,14 +117,9 @@ def import_openai_evals(
 
 
 def _registry_yaml(path: Path, sources: Sources, what: str) -> Any:
-    import yaml  # type: ignore[import-untyped]
-
     text = sources.text(path, what)
     lfs_pointer(path, text)
-    try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise source_error(path, f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    return sources.yaml(path, text)
 
 
 def _rubric(spec: dict[str, Any], where: Path) -> tuple[str, str]:

@@ -29,7 +29,8 @@ import regex
 
 from evalnb._exceptions import ArgumentError
 from evalnb._types import render_template
-from evalnb.interop._bounded import Limits, Sources, expanded_nodes
+from evalnb.cases import read_yaml, safe_loader
+from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._promptfoo_graders import (
     CODE,
     GRADERS,
@@ -104,7 +105,7 @@ def _loader() -> Any:
     promptfoo (js-yaml) does, and keeps each mapping's line."""
     import yaml  # type: ignore[import-untyped]
 
-    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    class Loader(safe_loader()):  # type: ignore[misc]
         pass
 
     # promptfoo reads YAML 1.2 (js-yaml): only true/false are booleans, "Yes" is text.
@@ -125,31 +126,6 @@ def _loader() -> Any:
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     return Loader
-
-
-def _yaml(path: Path, text: str, budget: int) -> tuple[Any, int]:
-    """``(data, nodes)``: the YAML document in ``text`` and the nodes it expands to (each
-    alias counted as the nodes it repeats); past ``budget`` nodes no value is built and
-    the data is None."""
-    import yaml
-
-    loader = _loader()(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None, 0
-        # Without an "&" there is no anchor, so no alias: the nodes are a tree.
-        nodes = expanded_nodes(node, budget, str(path), aliases="&" in text)
-        return (loader.construct_document(node) if nodes <= budget else None), nodes
-    except (ValueError, OverflowError) as exc:  # a timestamp such as 2024-13-45
-        raise source_error(path, f"not valid YAML ({exc})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise source_error(Path(f"{path}{line}"), f"not valid YAML ({problem})") from None
-    finally:
-        loader.dispose()
 
 
 def _plain(value: Any) -> Any:
@@ -211,11 +187,13 @@ class _Importer:
     def yaml(self, path: Path, text: str) -> Any:
         """The YAML in ``text``; its nodes come out of the budget the config shares with
         its test files and the cases list-valued vars make."""
-        data, nodes = _yaml(path, text, self.budget)
+        document = read_yaml(text, str(path), limit=self.budget, loader=_loader())
         self.spend(
-            nodes, str(path), "the YAML expands (each alias counted as the nodes it repeats)"
+            document.nodes,
+            str(path),
+            "the YAML expands (each alias counted as the nodes it repeats)",
         )
-        return data
+        return document.data
 
     def spend(self, nodes: int, where: str, what: str) -> None:
         """Take ``nodes`` from the budget; past it, ``what`` is the one-line error."""
