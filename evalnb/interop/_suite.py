@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalnb import store
 from evalnb._exceptions import CasesError
 from evalnb.cases._experiment import load_experiment
 from evalnb.cases._files import file_sha256, load_cases
@@ -41,7 +42,7 @@ _SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 LFS_HEADER = "version https://git-lfs.github.com/spec/v1"
 
 #: The file beside the imported suite (or in the run directory) that lists what came in.
-RECORD = "imported.json"
+RECORD = store.IMPORTED
 
 
 @dataclass(frozen=True)
@@ -307,14 +308,13 @@ def write_suite(
         except CasesError as exc:  # a gap in the importer: still one line naming the source
             message = f"imports as a suite evalnb cannot run ({exc})"
             raise source_error(result.source, message) from None
-        result.written += [cases_path, experiment_path, dest / RECORD]
+        result.written += [cases_path, experiment_path, store.imported_path(dest)]
         result.counts = {"cases": len(cases), "variants": len(variants) if variants else 1}
         default_checks = bool(defaults and defaults.get("checks"))
         result.unchecked = [
             str(c.get("id")) for c in cases if not c.get("checks") and not default_checks
         ]
-        record = json.dumps(result.record(), indent=2) + "\n"
-        (dest / RECORD).write_text(record, encoding="utf-8")
+        store.write_import_record(dest, result.record())
     return result
 
 

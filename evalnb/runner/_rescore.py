@@ -146,7 +146,7 @@ async def _score_locked(
         raise ArgumentError(
             f"'label' must use letters, digits, '-', '_' or '.' and not be 'run'; got {label!r}"
         )
-    folder = run_dir / "scores" / label
+    folder = store.scoring_path(run_dir, label)
     if folder.exists():
         raise StoreError(
             f"{folder}: a scoring labelled {label!r} exists already; choose a new label"
@@ -164,7 +164,7 @@ async def _score_locked(
     missing = sorted({s.case_id for s in samples} - set(by_id))
     if missing:
         raise CasesError(f"the cases given lack ids the run has: {', '.join(missing)}")
-    (run_dir / "scores").mkdir(mode=0o700, exist_ok=True)
+    folder.parent.mkdir(mode=0o700, exist_ok=True)
     folder.mkdir(mode=0o700)
     writer = store.RunWriter(run_dir)
     async with judging(judge):
@@ -178,7 +178,7 @@ async def _score_locked(
         if batch:
             writer.write_checks(folder, batch)
     store.write_json_atomic(
-        folder / "scoring.json",
+        folder / store.SCORING,
         {
             "created_at": dt.datetime.now(dt.UTC).isoformat(),
             **source,

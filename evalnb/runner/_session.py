@@ -694,7 +694,7 @@ run = blocking(arun)
 
 
 #: The record an import writes beside a suite; a run of that suite keeps a copy.
-IMPORTED = "imported.json"
+IMPORTED = store.IMPORTED
 
 
 def _keep_import_record(cases_file: Mapping[str, Any] | None, path: Path) -> None:

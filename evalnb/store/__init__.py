@@ -4,6 +4,7 @@
 
     runs/<run_id>/
       manifest.json            what produced the run
+      imported.json            an imported suite's record, kept with the run
       samples/part-*.parquet   one row per sample
       checks/part-*.parquet    one row per (sample, check), long format
       verdicts/part-*.parquet  one row per saved verdict (append-only); schema.parquet empty
@@ -18,6 +19,20 @@ ignore a checks part whose samples part is missing. The directory is ``0700`` an
 every file ``0600``: answers may hold private text.
 """
 
+from evalnb.store._atomic import atomic_file, write_atomic
+from evalnb.store._layout import (
+    IMPORTED,
+    MANIFEST,
+    SCORES,
+    SCORING,
+    drafts_path,
+    imported_path,
+    is_run_dir,
+    manifest_path,
+    part_paths,
+    scoring_path,
+    write_import_record,
+)
 from evalnb.store._lock import RunLock
 from evalnb.store._rundir import (
     DamagedRunWarning,
@@ -54,9 +69,13 @@ from evalnb.store._writer import RunWriter, cases_table, checks_table, samples_t
 __all__ = [
     "CASES_SCHEMA",
     "CHECKS_SCHEMA",
+    "IMPORTED",
     "KEY",
+    "MANIFEST",
     "SAMPLES_SCHEMA",
     "SCHEMA_VERSION",
+    "SCORES",
+    "SCORING",
     "TABLES",
     "VERDICTS",
     "VERDICTS_SCHEMA",
@@ -64,12 +83,18 @@ __all__ = [
     "PartialScoringWarning",
     "RunLock",
     "RunWriter",
+    "atomic_file",
     "cases_table",
     "checks_table",
     "commit_shard",
     "committed_shard",
     "create_run_dir",
+    "drafts_path",
     "fence_shards",
+    "imported_path",
+    "is_run_dir",
+    "manifest_path",
+    "part_paths",
     "read_manifest",
     "read_table",
     "remove_orphan_parts",
@@ -77,8 +102,11 @@ __all__ = [
     "sample_keys",
     "samples_table",
     "schema_markdown",
+    "scoring_path",
     "scorings",
     "shard_token",
+    "write_atomic",
+    "write_import_record",
     "write_json_atomic",
     "write_text_file",
 ]

@@ -26,8 +26,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evalnb._exceptions import ArgumentError, StoreError
+from evalnb.store._atomic import atomic_file
+from evalnb.store._layout import SCORES, SCORING, manifest_path
 from evalnb.store._lock import RunLock
-from evalnb.store._rundir import open_private, replace_atomically
 from evalnb.store._schema import ADDED_COLUMNS, KEY, TABLES
 from evalnb.store._shards import committed_shard_parts, is_shard_part
 
@@ -69,7 +70,7 @@ def _unreadable(path: Path, schema: pa.Schema) -> str | None:
 
 
 def _manifest(run_dir: Path) -> Iterator[Problem]:
-    path = run_dir / "manifest.json"
+    path = manifest_path(run_dir)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -96,8 +97,8 @@ def _files(run_dir: Path) -> Iterator[Problem]:
                 yield Problem(path, "orphan", "checks part whose samples part was never written")
             elif (reason := _unreadable(path, schema)) is not None:
                 yield Problem(path, "unreadable", reason)
-    for label in sorted((run_dir / "scores").glob("*")) if (run_dir / "scores").is_dir() else []:
-        marker = label / "scoring.json"
+    for label in sorted((run_dir / SCORES).glob("*")) if (run_dir / SCORES).is_dir() else []:
+        marker = label / SCORING
         try:
             info = json.loads(marker.read_text(encoding="utf-8"))
             if not isinstance(info, dict) or "created_at" not in info:
@@ -147,7 +148,7 @@ def stopped_writer(run_dir: str | os.PathLike[str]) -> str | None:
     writer was killed before it could record how it ended (nothing to repair: resume it)."""
     run_dir = Path(run_dir)
     try:
-        status = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["status"]
+        status = json.loads(manifest_path(run_dir).read_text(encoding="utf-8"))["status"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         return None
     if status != "running":
@@ -170,10 +171,8 @@ def _move(run_dir: Path, path: Path, into: Path) -> None:
 
 
 def _rewrite(path: Path, table: pa.Table) -> None:
-    tmp = path.with_name(f".{path.name}.repair.tmp")
-    with open_private(tmp) as handle:
+    with atomic_file(path) as handle:
         pq.write_table(table, handle)
-    replace_atomically(tmp, path)
 
 
 def repair(run_dir: str | os.PathLike[str]) -> list[Problem]:
