@@ -45,8 +45,8 @@ from evalnb.interop._shapes import (
     shown,
 )
 from evalnb.interop._suite import (
+    ImportNotes,
     ImportResult,
-    Unsupported,
     parse_json,
     read_json_source,
     reading,
@@ -251,7 +251,7 @@ def _scorers(spec: dict[str, Any], samples: list[tuple[str, dict[str, Any]]]) ->
 
 
 def _check(
-    name: str, scores: dict[str, Any], status: str, where: str, unsupported: list[Unsupported]
+    name: str, scores: dict[str, Any], status: str, where: str, notes: ImportNotes
 ) -> CheckResult:
     """The check for scorer ``name``; a value with no pass/fail reading is listed."""
     if name not in scores:
@@ -259,7 +259,7 @@ def _check(
     else:
         outcome, score, detail = score_outcome(scores[name].get("value"))
         if outcome is None:
-            unsupported.append(Unsupported(f"score {name}", where, detail))
+            notes.refuse(f"score {name}", where, detail)
     if status != "completed":
         outcome, score, detail = False, None, f"incomplete sample: {status}"
     evidence = {k: v for k, v in scores.get(name, {}).items() if k != "value"}
@@ -273,7 +273,7 @@ def _add_sample(
     sample: dict[str, Any],
     variant: str,
     scorers: list[str],
-    unsupported: list[Unsupported],
+    notes: ImportNotes,
 ) -> None:
     """Add one sample of the log (its case on first sight) with a check per scorer."""
     attachments = sample.get("attachments") or {}
@@ -294,7 +294,7 @@ def _add_sample(
     scores = sample.get("scores") or {}
     run.add(
         (case_id, variant, repeat),
-        [_check(name, scores, status, f"sample {case_id}", unsupported) for name in scorers],
+        [_check(name, scores, status, f"sample {case_id}", notes) for name in scorers],
         prompt=_prompt(sample, attachments),
         answer=answer,
         status=status,
@@ -347,15 +347,14 @@ def import_inspect_log(
         run = ImportedRun("inspect", Path(dest).name, _time(stats.get("started_at"), now()))
         run.variants[model] = Variant(model)
         scorers = _scorers(spec, samples)
-        unsupported: list[Unsupported] = []
+        notes = ImportNotes()
         samples.sort(key=lambda item: (item[1].get("epoch") or 1, str(item[1]["id"])))
         for where, sample in samples:
-            _add_sample(run, where, sample, model, scorers, unsupported)
+            _add_sample(run, where, sample, model, scorers, notes)
     counts = {"cases": len(run.cases), "epochs": run.repeats, "samples": len(run.rows)}
     counts["scorers"] = len(scorers)
-    result = ImportResult(
-        "inspect-log", path, counts=counts, unsupported=unsupported, files=sources.files
-    )
+    result = notes.result("inspect-log", path, sources.files)
+    result.counts = counts
     return run.write(
         dest,
         result,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb.interop._bounded import Sources
-from evalnb.interop._suite import LFS_HEADER, Unsupported, parse_json, source_error
+from evalnb.interop._suite import LFS_HEADER, ImportNotes, parse_json, source_error
 
 __all__ = ["Images", "csv_rows", "lfs_pointer", "messages", "records", "text_of"]
 
@@ -146,7 +146,7 @@ def _content(content: Any, where: str, images: Images | None) -> Any:
 
 
 def messages(
-    value: Any, where: str, unsupported: list[Unsupported], *, images: Images | None = None
+    value: Any, where: str, notes: ImportNotes, *, images: Images | None = None
 ) -> list[dict[str, Any]] | None:
     """Chat messages as evalnb keeps them (role, content, name); None when a message holds
     parts evalnb cannot send (images too, unless ``images`` reads them)."""
@@ -159,7 +159,7 @@ def messages(
         content = _content(message.get("content"), where, images)
         if content is None:
             what = "audio, video or other media" if images else "images or other media"
-            unsupported.append(Unsupported("non-text message", where, f"input[{i}] holds {what}"))
+            notes.refuse("non-text message", where, f"input[{i}] holds {what}")
             return None
         kept = {"role": message["role"], "content": content}
         if isinstance(message.get("name"), str):

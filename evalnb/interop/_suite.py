@@ -22,6 +22,7 @@ from evalnb.interop._bounded import Sources
 
 __all__ = [
     "LFS_HEADER",
+    "ImportNotes",
     "ImportResult",
     "Note",
     "Unsupported",
@@ -68,6 +69,54 @@ class Note:
 
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "where": self.where, "how": self.how}
+
+
+@dataclass
+class ImportNotes:
+    """The ledger of one import, kept by every importer: what came in as its evalnb
+    counterpart (``mapped``), as something close (``approximated``, ``how`` says what
+    differs) and what was refused (``unsupported``, ``reason`` says why), in order.
+
+    >>> notes = ImportNotes()
+    >>> notes.refuse("assert python", "promptfooconfig.yaml:7", "code is not run on import")
+    >>> notes.result("promptfoo", Path("promptfooconfig.yaml")).refusals()
+    'refused: assert python (code is not run on import)'
+    """
+
+    unsupported: list[Unsupported] = field(default_factory=list)
+    mapped: list[Note] = field(default_factory=list)
+    approximated: list[Note] = field(default_factory=list)
+
+    def refuse(self, name: str, where: str, reason: str) -> None:
+        self.unsupported.append(Unsupported(name, where, reason))
+
+    def map(self, name: str, where: str, how: str) -> None:
+        self.mapped.append(Note(name, where, how))
+
+    def approximate(self, name: str, where: str, how: str) -> None:
+        self.approximated.append(Note(name, where, how))
+
+    def mark(self) -> tuple[int, int]:
+        """Where the refusals and approximations stand, for :meth:`undo`."""
+        return len(self.unsupported), len(self.approximated)
+
+    def undo(self, mark: tuple[int, int]) -> None:
+        """Forget the refusals and approximations noted since ``mark`` (a repeat of ones
+        already kept); mapped notes stay, as ``imported.json`` counts each."""
+        del self.unsupported[mark[0] :], self.approximated[mark[1] :]
+
+    def result(
+        self, format: str, source: Path, files: list[dict[str, Any]] | None = None
+    ) -> ImportResult:
+        """The :class:`ImportResult` of this import, its notes and the files it read."""
+        return ImportResult(
+            format,
+            source,
+            unsupported=self.unsupported,
+            files=files if files is not None else [],
+            mapped=self.mapped,
+            approximated=self.approximated,
+        )
 
 
 def _grouped(notes: list[Note]) -> list[dict[str, Any]]:
