@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from evalnb._exceptions import CasesError
-from evalnb._types import Case, CheckResult, Variant
+from evalnb._types import Case, CheckResult, Variant, text_of
 from evalnb.checks._base import THRESHOLD
 from evalnb.interop._bounded import Limits, Sources, ZipMembers
-from evalnb.interop._records import text_of
 from evalnb.interop._runs import ImportedRun, status_of
 from evalnb.interop._shapes import (
     ANY,
@@ -187,6 +186,12 @@ def score_outcome(value: Any) -> tuple[bool | None, float | None, str]:
     return None, None, f"value {json.dumps(value)[:60]} has no pass/fail reading"
 
 
+def _text(content: Any) -> str | None:
+    """A message's text as Inspect keeps it: its text parts run together; None when it
+    holds other parts."""
+    return text_of(content, sep="", strict=True)
+
+
 def _case(sample: dict[str, Any], attachments: dict[str, str], where: str) -> Case:
     raw = _resolve(sample.get("input"), attachments)
     fields: dict[str, Any] = {"id": str(sample["id"])}
@@ -194,7 +199,10 @@ def _case(sample: dict[str, Any], attachments: dict[str, str], where: str) -> Ca
         fields["prompt"] = raw or " "
     else:
         fields["messages"] = [
-            {"role": str(m.get("role") or "user"), "content": text_of(m.get("content")) or ""}
+            {
+                "role": str(m.get("role") or "user"),
+                "content": text_of(m.get("content"), sep="", strict=True) or "",
+            }
             for m in raw or []
         ] or [{"role": "user", "content": " "}]
     target = sample.get("target")
@@ -222,13 +230,15 @@ def _answer(output: dict[str, Any]) -> tuple[str | None, str | None]:
     if isinstance(output.get("completion"), str):
         completion = output["completion"]
     else:
-        completion = text_of((choices[0].get("message") or {}).get("content"))
+        completion = _text((choices[0].get("message") or {}).get("content"))
     return completion, choices[0].get("stop_reason")
 
 
 def _prompt(sample: dict[str, Any], attachments: dict[str, str]) -> str:
     messages = _resolve(sample.get("messages") or [], attachments)
-    users = [text_of(m.get("content")) for m in messages if m.get("role") == "user"]
+    users = [
+        text_of(m.get("content"), sep="", strict=True) for m in messages if m.get("role") == "user"
+    ]
     if users and users[-1] is not None:
         return users[-1]
     raw = _resolve(sample.get("input"), attachments)
