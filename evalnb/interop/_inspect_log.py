@@ -27,7 +27,7 @@ from typing import Any
 
 from evalnb._exceptions import CasesError
 from evalnb._types import Case, CheckResult, Variant, text_of
-from evalnb.checks._base import THRESHOLD
+from evalnb.checks import THRESHOLD
 from evalnb.interop._bounded import Limits, Sources, ZipMembers
 from evalnb.interop._runs import ImportedRun, status_of
 from evalnb.interop._shapes import (
