@@ -14,7 +14,6 @@ from typing import Any
 
 from evalnb import store
 from evalnb._exceptions import ArgumentError, CasesError, StoreError
-from evalnb._sync import run_sync
 from evalnb._types import Action, Case, Sample, ToolCall
 from evalnb.cases._files import file_sha256, load_cases
 from evalnb.checks import (
@@ -26,6 +25,7 @@ from evalnb.checks import (
     built_cases,
     checks_for,
 )
+from evalnb.runner._blocking import blocking
 from evalnb.runner._judging import judging, require_judge
 from evalnb.targets import Target
 
@@ -100,7 +100,32 @@ async def ascore(
     judge: Target | None = None,
     partial: bool = False,
 ) -> str:
-    """Async form of :func:`score`, with the same parameters."""
+    """Recompute the checks of a stored run, without calling the target, into
+    ``scores/<label>/`` beside the earlier results; return the label.
+
+    A scoring covers every sample of a complete run. A run still being written is refused
+    (its lock is held); an interrupted one too, unless ``partial=True``: such a scoring is
+    labelled partial and :func:`evalnb.load` reads it only when asked for by label.
+
+    Parameters:
+        run_dir: the run directory.
+        cases: a cases file or :class:`Case` objects whose checks to use; default: the
+            case definitions in the manifest. Their checks are rebuilt, a ``python`` check
+            by its import path; one that cannot be (a lambda given at run time) is an
+            error naming it, unless ``checks`` gives a check of that name again. The
+            checks the run gave every case are rebuilt the same way and kept.
+        checks: checks added to every case; one named like a case's check (or one the
+            run gave every case) takes its place.
+        label: the scoring's name (letters, digits, ``-``, ``_``, ``.``); default
+            ``score-<time>``. An existing label is refused.
+        judge: the target that answers ``judge`` checks.
+
+    ``evalnb.load`` reads the newest scoring unless told another (``scoring="run"``).
+    ``score`` is this function made blocking: ``score = blocking(ascore)``.
+
+    >>> score("runs/shop", cases="data/cases/shop-stricter.jsonl", label="stricter")
+    'stricter'
+    """
     run_dir = store.run_path(run_dir)
     store.read_manifest(run_dir)  # not a run: say so before taking its lock
     # Mistakes in the arguments are said before the lock is taken (nothing is touched).
@@ -193,40 +218,4 @@ async def _score_locked(
     return label
 
 
-def score(
-    run_dir: str | os.PathLike[str],
-    *,
-    cases: Sequence[Case] | str | os.PathLike[str] | None = None,
-    checks: Iterable[CheckSpec] = (),
-    label: str | None = None,
-    judge: Target | None = None,
-    partial: bool = False,
-) -> str:
-    """Recompute the checks of a stored run, without calling the target, into
-    ``scores/<label>/`` beside the earlier results; return the label.
-
-    A scoring covers every sample of a complete run. A run still being written is refused
-    (its lock is held); an interrupted one too, unless ``partial=True``: such a scoring is
-    labelled partial and :func:`evalnb.load` reads it only when asked for by label.
-
-    Parameters:
-        run_dir: the run directory.
-        cases: a cases file or :class:`Case` objects whose checks to use; default: the
-            case definitions in the manifest. Their checks are rebuilt, a ``python`` check
-            by its import path; one that cannot be (a lambda given at run time) is an
-            error naming it, unless ``checks`` gives a check of that name again. The
-            checks the run gave every case are rebuilt the same way and kept.
-        checks: checks added to every case; one named like a case's check (or one the
-            run gave every case) takes its place.
-        label: the scoring's name (letters, digits, ``-``, ``_``, ``.``); default
-            ``score-<time>``. An existing label is refused.
-        judge: the target that answers ``judge`` checks.
-
-    ``evalnb.load`` reads the newest scoring unless told another (``scoring="run"``).
-
-    >>> score("runs/shop", cases="data/cases/shop-stricter.jsonl", label="stricter")
-    'stricter'
-    """
-    return run_sync(
-        ascore(run_dir, cases=cases, checks=checks, label=label, judge=judge, partial=partial)
-    )
+score = blocking(ascore)
