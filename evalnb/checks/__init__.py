@@ -53,9 +53,14 @@ from evalnb.checks._engine import (
     run_checks,
     unique_names,
 )
+from evalnb.checks._judge import JUDGE
+from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
 
 __all__ = [
     "CHECK_TIMEOUT",
+    "EMBEDDINGS",
+    "EMBEDDINGS_URL_ENV",
+    "JUDGE",
     "THRESHOLD",
     "Check",
     "CheckReturn",

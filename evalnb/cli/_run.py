@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb._types import Variant
-from evalnb.cases._experiment import load_experiment, parse_value, parse_variant
+from evalnb.cases import load_experiment, parse_value, parse_variant
 from evalnb.cases.suites import PREFIX, resolve
 from evalnb.cli._ci import show_progress
 from evalnb.cli._common import UsageError, interrupts_once
@@ -452,7 +452,7 @@ def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def score_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb.runner._rescore import score
+    from evalnb.runner import score
     from evalnb.store import scorings
 
     judge = None

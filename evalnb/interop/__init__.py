@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from evalnb.interop._bounded import Limits
+from evalnb.interop._bounded import Limits, parse_size
 from evalnb.interop._inspect_dataset import import_inspect
 from evalnb.interop._inspect_log import import_inspect_log
 from evalnb.interop._lmeval import import_lm_eval
@@ -44,6 +44,7 @@ __all__ = [
     "import_openai_evals_registry",
     "import_promptfoo",
     "import_promptfoo_results",
+    "parse_size",
 ]
 
 

@@ -16,8 +16,7 @@ from typing import Any
 
 from evalnb import store
 from evalnb._exceptions import CasesError
-from evalnb.cases._experiment import load_experiment
-from evalnb.cases._files import file_sha256, load_cases
+from evalnb.cases import file_sha256, load_cases, load_experiment
 from evalnb.interop._bounded import Sources
 
 __all__ = [

@@ -26,18 +26,21 @@ from typing import Any
 import pandas as pd
 
 from evalnb._prices import Prices
-from evalnb.analysis import _args
+from evalnb.analysis import (
+    Run,
+    _args,
+    agreement,
+    compare,
+    compare_cases,
+    costs,
+    latency,
+    rates,
+    suite_rate,
+)
 from evalnb.analysis import _display as display
-from evalnb.analysis._agreement import agreement
-from evalnb.analysis._compare import compare, compare_cases
-from evalnb.analysis._cost import costs
 from evalnb.analysis._flaky import case_verdicts
 from evalnb.analysis._format import interval_text, number, share, signed, text_table
-from evalnb.analysis._frames import Run
-from evalnb.analysis._latency import latency
-from evalnb.analysis._rates import rates
 from evalnb.analysis._story import p_phrase, story
-from evalnb.analysis._suite import suite_rate
 from evalnb.analysis._tally import ALL
 
 __all__ = ["Section", "markdown_table"]

@@ -12,11 +12,8 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 from evalnb._exceptions import ArgumentError
-from evalnb.checks import Check
-from evalnb.checks._judge import JUDGE
-from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
-from evalnb.targets import CountingTarget
-from evalnb.targets._embeddings import OpenAIEmbeddings
+from evalnb.checks import EMBEDDINGS, EMBEDDINGS_URL_ENV, JUDGE, Check
+from evalnb.targets import CountingTarget, OpenAIEmbeddings
 
 __all__ = ["embeddings_of", "judging", "require_judge"]
 

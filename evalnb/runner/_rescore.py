@@ -15,7 +15,7 @@ from typing import Any
 from evalnb import store
 from evalnb._exceptions import ArgumentError, CasesError, StoreError
 from evalnb._types import Action, Case, Sample, ToolCall
-from evalnb.cases._files import file_sha256, load_cases
+from evalnb.cases import file_sha256, load_cases
 from evalnb.checks import (
     Check,
     CheckSpec,

@@ -35,7 +35,7 @@ from evalnb._exceptions import ArgumentError, StoreError, TargetError
 from evalnb._numbers import is_whole
 from evalnb._prices import Prices
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
-from evalnb.cases._files import file_sha256, load_cases
+from evalnb.cases import file_sha256, load_cases
 from evalnb.checks import Check, CheckSpec, arun_checks, build_checks, built_cases, checks_for
 from evalnb.runner._blocking import blocking
 from evalnb.runner._budget import Budget

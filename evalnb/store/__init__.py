@@ -20,6 +20,7 @@ every file ``0600``: answers may hold private text.
 """
 
 from evalnb.store._atomic import atomic_file, write_atomic
+from evalnb.store._doctor import QUARANTINE, Problem, diagnose, repair, stopped_writer
 from evalnb.store._layout import (
     IMPORTED,
     MANIFEST,
@@ -72,6 +73,7 @@ __all__ = [
     "IMPORTED",
     "KEY",
     "MANIFEST",
+    "QUARANTINE",
     "SAMPLES_SCHEMA",
     "SCHEMA_VERSION",
     "SCORES",
@@ -81,6 +83,7 @@ __all__ = [
     "VERDICTS_SCHEMA",
     "DamagedRunWarning",
     "PartialScoringWarning",
+    "Problem",
     "RunLock",
     "RunWriter",
     "atomic_file",
@@ -89,6 +92,7 @@ __all__ = [
     "commit_shard",
     "committed_shard",
     "create_run_dir",
+    "diagnose",
     "drafts_path",
     "fence_shards",
     "imported_path",
@@ -98,6 +102,7 @@ __all__ = [
     "read_manifest",
     "read_table",
     "remove_orphan_parts",
+    "repair",
     "run_path",
     "sample_keys",
     "samples_table",
@@ -105,6 +110,7 @@ __all__ = [
     "scoring_path",
     "scorings",
     "shard_token",
+    "stopped_writer",
     "write_atomic",
     "write_import_record",
     "write_json_atomic",
