@@ -4,13 +4,10 @@ over its time budget: each a failure that says so)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 import inspect
 import json
 import math
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -27,6 +24,7 @@ from evalnb.checks._base import (
     Outcome,
     Unscored,
     check_types,
+    on_a_thread,
 )
 
 __all__ = [
@@ -280,26 +278,7 @@ async def _within_budget(check: Check, sample: Sample) -> Any:
     A check over its budget raises ``TimeoutError`` here; its thread cannot be stopped and
     runs on in the background (a daemon: it never holds the process open).
     """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[Any] = loop.create_future()
-
-    def settle(value: Any, error: BaseException | None) -> None:
-        if not done.done():
-            if error is None:
-                done.set_result(value)
-            else:
-                done.set_exception(error)
-
-    def work() -> None:
-        try:
-            value, error = check(sample), None
-        except BaseException as exc:  # handed to the awaiting task
-            value, error = None, exc
-        with contextlib.suppress(RuntimeError):  # the loop ended while the check ran on
-            loop.call_soon_threadsafe(settle, value, error)
-
-    threading.Thread(target=work, name=f"evalnb-check-{check.name}", daemon=True).start()
-    return await asyncio.wait_for(done, _timeout(check))
+    return await on_a_thread(lambda: check(sample), _timeout(check), f"evalnb-check-{check.name}")
 
 
 def _timeout(check: Check) -> float:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 from collections.abc import Awaitable
 from typing import Any, cast
 
@@ -13,7 +11,7 @@ import regex
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number, is_whole
 from evalnb._types import Sample
-from evalnb.checks._base import SpecCheck, register
+from evalnb.checks._base import SpecCheck, on_a_thread, register
 
 __all__ = ["Avoids", "Contains", "ContainsAny", "Regex", "WordCount"]
 
@@ -204,30 +202,14 @@ class Regex(SpecCheck):
     async def _off_the_loop(self, answer: str) -> str | None:
         """The whole search again, on a daemon thread of its own (never a pool's, where
         slow searches would queue up the quick ones), awaited without blocking."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[str | None] = loop.create_future()
-
-        def settle(value: str | None, error: BaseException | None) -> None:
-            if done.done():
-                return
-            if error is None:
-                done.set_result(value)
-            else:
-                done.set_exception(error)
-
-        def work() -> None:
-            try:
-                value, error = self._search(answer, self.timeout), None
-            except BaseException as exc:  # handed to the awaiting task
-                value, error = None, exc
-            with contextlib.suppress(RuntimeError):  # the loop ended while it ran on
-                loop.call_soon_threadsafe(settle, value, error)
-
-        threading.Thread(target=work, name="evalnb-regex", daemon=True).start()
         try:
             # The deadline in wall-clock time, whatever the package's own timeout makes of
             # a busy machine; the search itself ends at that timeout, unawaited.
-            return await asyncio.wait_for(done, self.timeout + _REPORT_SECONDS)
+            return await on_a_thread(
+                lambda: self._search(answer, self.timeout),
+                self.timeout + _REPORT_SECONDS,
+                "evalnb-regex",
+            )
         except TimeoutError:
             return self._timed_out()
 
