@@ -258,14 +258,19 @@ def _jsonl_items(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         line = line.removesuffix("\r")
         if not line.strip():
             continue
-        try:
-            yield f"{path}:{number}", json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CasesError(
-                f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
-            ) from None
-        except RecursionError:
-            raise CasesError(f"{path}:{number}: JSON nested too deeply to read") from None
+        yield f"{path}:{number}", _json(line, path, number)
+
+
+def _json(text: str, path: Path, line: int | None = None) -> Any:
+    """The JSON value in ``text``, the whole file or its ``line``; a located error if not."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = f"{path}:{line or exc.lineno}"
+        raise CasesError(f"{at}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        at = f"{path}:{line}" if line else str(path)
+        raise CasesError(f"{at}: JSON nested too deeply to read") from None
 
 
 def _split_top(path: Path, data: Any, kind: str) -> tuple[Any, Any]:
@@ -286,15 +291,7 @@ def _split_top(path: Path, data: Any, kind: str) -> tuple[Any, Any]:
 
 
 def _json_items(path: Path, text: str) -> tuple[Any, str, Iterator[tuple[str, Any]]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CasesError(
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
-        ) from None
-    except RecursionError:
-        raise CasesError(f"{path}: JSON nested too deeply to read") from None
-    defaults, items = _split_top(path, data, "JSON")
+    defaults, items = _split_top(path, _json(text, path), "JSON")
     if not isinstance(items, list):
         raise CasesError(f"{path}: 'cases' must be a list; got {type(items).__name__}")
     return defaults, str(path), ((f"{path}[{i}]", item) for i, item in enumerate(items))

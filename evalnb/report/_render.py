@@ -84,6 +84,19 @@ def _verdicts_section(sections: list[Section]) -> Section:
     return Section("Verdicts", pd.DataFrame(), lines=lines)
 
 
+def _rate_columns(frame: pd.DataFrame, level: float, n: str | None = "n") -> dict[str, Any]:
+    """The columns every rate table shows: ``passed`` (``k`` of the ``n`` column; none
+    when ``n`` is None), ``rate`` and its ``interval`` at ``level``."""
+    columns: dict[str, Any] = {}
+    if n is not None:
+        columns["passed"] = [share(k, m) for k, m in zip(frame["k"], frame[n], strict=True)]
+    columns["rate"] = frame["estimate"].map(number)
+    columns["interval"] = [
+        interval_text(lo, hi, level) for lo, hi in zip(frame["low"], frame["high"], strict=True)
+    ]
+    return columns
+
+
 def _history_section(frame: pd.DataFrame, priced: bool) -> Section:
     level = float(frame["level"].iloc[0])
     shown = pd.DataFrame(
@@ -95,11 +108,7 @@ def _history_section(frame: pd.DataFrame, priced: bool) -> Section:
             "model": frame["model"].astype(str),
             "cases": frame["cases"].map(lambda v: "" if pd.isna(v) else f"{v:g}"),
             "repeats": frame["repeats"].map(lambda v: "" if pd.isna(v) else f"{v:.3g}"),
-            "rate": frame["estimate"].map(number),
-            "interval": [
-                interval_text(lo, hi, level)
-                for lo, hi in zip(frame["low"], frame["high"], strict=True)
-            ],
+            **_rate_columns(frame, level, n=None),
             "vs previous": [
                 "" if pd.isna(d) else f"{signed(d)} ({interval_text(lo, hi, level)})"
                 for d, lo, hi in zip(
@@ -346,12 +355,7 @@ def _suite_section(run: Run, check: str, level: float) -> Section:
             **{k: suite[k].astype(str) for k in by},
             "cases": suite["cases"].astype(str),
             "repeats": suite["repeats"].map(lambda v: f"{v:.3g}"),
-            "passed": [share(k, n) for k, n in zip(suite["k"], suite["samples"], strict=True)],
-            "rate": suite["estimate"].map(number),
-            "interval": [
-                interval_text(lo, hi, level)
-                for lo, hi in zip(suite["low"], suite["high"], strict=True)
-            ],
+            **_rate_columns(suite, level, n="samples"),
             "se": suite["se"].map(number),
             "design effect": suite["design_effect"].map(lambda v: number(v, 2)),
             "basis": suite["basis"],
@@ -378,12 +382,7 @@ def _checks_section(run: Run, level: float) -> Section:
         {
             "check": table["check"].astype(str),
             "variant": table["variant"].astype(str),
-            "passed": [share(k, n) for k, n in zip(table["k"], table["n"], strict=True)],
-            "rate": table["estimate"].map(number),
-            "interval": [
-                interval_text(lo, hi, level)
-                for lo, hi in zip(table["low"], table["high"], strict=True)
-            ],
+            **_rate_columns(table, level),
             "unscored": table["unscored"].astype(str),
             "incomplete": table["incomplete"].astype(str),
         }
