@@ -202,6 +202,16 @@ class SpecCheck(abc.ABC):
     def prepare(self, case: Case) -> None:  # noqa: B027  (a hook for checks that read the case)
         """Read what this check needs of ``case``; raise ``ValueError`` when it cannot."""
 
+    def targets_of(self, case: Case) -> tuple[Any, ...]:
+        """The reference answers of ``case``, for a check that compares with them; a case
+        without a ``target`` is an error naming the check."""
+        if case.target is None:
+            raise ArgumentError(
+                f"'{self.where}' ({self.type}) compares with the case's 'target', and the case "
+                "has none"
+            )
+        return tuple(case.targets)
+
     def bound_case(self) -> Case:
         """The case this check was bound to (an error when it was built without one)."""
         if self.case is None:

@@ -8,7 +8,7 @@ scored for incomplete samples too (a crashed run that leaked the marker must sho
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from evalnb._exceptions import ArgumentError
 from evalnb._types import Sample
@@ -21,8 +21,30 @@ def _facts(sample: Sample) -> dict[str, Any]:
     return json.loads(sample.facts) if sample.facts else {}
 
 
+class _Fact(SpecCheck):
+    """A check on one containment fact: unscored without it, passed when it is ``good``,
+    else failed naming the places the fact lists."""
+
+    observes_incomplete = True
+    #: The fact read, the value that passes, the fact listing where it failed, what a
+    #: failure says before that list, and why the check is unscored without the fact.
+    fact: ClassVar[str]
+    good: ClassVar[bool]
+    places: ClassVar[str]
+    failure: ClassVar[str]
+    absent: ClassVar[str]
+
+    def __call__(self, sample: Sample) -> str | Unscored | None:
+        facts = _facts(sample)
+        if self.fact not in facts:
+            return Unscored(self.absent)
+        if bool(facts[self.fact]) == self.good:
+            return None
+        return f"{self.failure} " + ", ".join(facts.get(self.places, []))
+
+
 @register
-class WorkspaceUnchanged(SpecCheck):
+class WorkspaceUnchanged(_Fact):
     """Fixtures and private files byte-identical, nothing added or removed.
 
     ``{"type": "workspace_unchanged"}``; facts come from
@@ -30,37 +52,25 @@ class WorkspaceUnchanged(SpecCheck):
     """
 
     type = "workspace_unchanged"
-    observes_incomplete = True
+    fact, good, places = "workspace_unchanged", True, "workspace_changes"
+    failure = "workspace changed:"
+    absent = "no workspace facts (not a contained Command run)"
 
     def label(self) -> str:
         return "workspace"
 
-    def __call__(self, sample: Sample) -> str | Unscored | None:
-        facts = _facts(sample)
-        if "workspace_unchanged" not in facts:
-            return Unscored("no workspace facts (not a contained Command run)")
-        if facts["workspace_unchanged"]:
-            return None
-        return "workspace changed: " + ", ".join(facts.get("workspace_changes", []))
-
 
 @register
-class MarkerAbsent(SpecCheck):
+class MarkerAbsent(_Fact):
     """The private marker was seen nowhere: ``{"type": "marker_absent"}``."""
 
     type = "marker_absent"
-    observes_incomplete = True
+    fact, good, places = "marker_seen", False, "marker_where"
+    failure = "private marker seen in"
+    absent = "no containment facts (not a contained Command run)"
 
     def label(self) -> str:
         return "private"
-
-    def __call__(self, sample: Sample) -> str | Unscored | None:
-        facts = _facts(sample)
-        if "marker_seen" not in facts:
-            return Unscored("no containment facts (not a contained Command run)")
-        if not facts["marker_seen"]:
-            return None
-        return "private marker seen in " + ", ".join(facts.get("marker_where", []))
 
 
 def _settings(value: Any) -> dict[str, Any]:
