@@ -59,9 +59,18 @@ class _Phrases(SpecCheck):
     def _fold(self, text: str) -> str:
         return text.casefold() if self.values.get("ignore_case", True) else text
 
-    def _found(self, answer: str, phrases: tuple[str, ...]) -> list[str]:
+    def phrases(self) -> tuple[str, ...]:
+        """The phrases of the check's one required field (``text`` is one phrase)."""
+        (field,) = self.required
+        value = self.values[field]
+        return (value,) if isinstance(value, str) else tuple(value)
+
+    def label(self) -> str:
+        return "|".join(self.phrases())
+
+    def _found(self, answer: str) -> list[str]:
         haystack = self._fold(answer)
-        return [p for p in phrases if self._fold(p) in haystack]
+        return [p for p in self.phrases() if self._fold(p) in haystack]
 
 
 @register
@@ -71,11 +80,8 @@ class Contains(_Phrases):
     type = "contains"
     required = {"text": _text}
 
-    def label(self) -> str:
-        return str(self.values["text"])
-
     def __call__(self, sample: Sample) -> str | None:
-        if self._found(sample.answer or "", (self.values["text"],)):
+        if self._found(sample.answer or ""):
             return None
         return f"does not mention {self.values['text']!r}"
 
@@ -87,11 +93,8 @@ class ContainsAny(_Phrases):
     type = "contains_any"
     required = {"options": _texts}
 
-    def label(self) -> str:
-        return "|".join(self.values["options"])
-
     def __call__(self, sample: Sample) -> str | None:
-        if self._found(sample.answer or "", self.values["options"]):
+        if self._found(sample.answer or ""):
             return None
         return "mentions none of " + ", ".join(repr(o) for o in self.values["options"])
 
@@ -103,11 +106,8 @@ class Avoids(_Phrases):
     type = "avoids"
     required = {"phrases": _texts}
 
-    def label(self) -> str:
-        return "|".join(self.values["phrases"])
-
     def __call__(self, sample: Sample) -> str | None:
-        found = self._found(sample.answer or "", self.values["phrases"])
+        found = self._found(sample.answer or "")
         return "says " + ", ".join(repr(p) for p in found) if found else None
 
 
