@@ -53,8 +53,10 @@ from .plots import plot_latency as plot_latency
 from .plots import plot_power as plot_power
 from .plots import plot_sequence as plot_sequence
 from .plots import variant_colors as variant_colors
+from .report import Report as Report
 from .report import render_report as render_report
 from .report import report_html as report_html
+from .report import report_markdown as report_markdown
 from .report import report_text as report_text
 from .review import Annotator as Annotator
 from .review import annotate as annotate

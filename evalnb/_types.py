@@ -9,7 +9,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, overload
 
 from evalnb._exceptions import ArgumentError
 from evalnb._templates import _Namespace, check_template, render_template
@@ -67,18 +67,32 @@ def _spec_of(check: Any) -> Any:
     return {"type": "python", "name": getattr(check, "__name__", type(check).__name__)}
 
 
-def text_of(content: Any) -> str:
+@overload
+def text_of(content: Any, *, sep: str = ..., strict: Literal[False] = ...) -> str: ...
+@overload
+def text_of(content: Any, *, sep: str, strict: Literal[True]) -> str | None: ...
+@overload
+def text_of(content: Any, *, strict: Literal[True]) -> str | None: ...
+
+
+def text_of(content: Any, *, sep: str = "\n", strict: bool = False) -> str | None:
     """The text of a message's ``content``: a string as is, a list of parts as the text of
-    its text parts, joined by new lines (an image part has no text)."""
+    its text parts joined by ``sep`` (an image part has no text). ``strict``: None unless
+    every part is text (a message evalnb could not send as text alone).
+
+    >>> text_of([{"type": "text", "text": "a"}, {"type": "image_url"}])
+    'a'
+    >>> text_of([{"type": "text", "text": "a"}, {"type": "image_url"}], strict=True) is None
+    True
+    """
     if isinstance(content, str):
         return content
-    if isinstance(content, Sequence):
-        return "\n".join(
-            part["text"]
-            for part in content
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
-        )
-    return ""
+    if not isinstance(content, Sequence):
+        return None if strict else ""
+    texts = [p.get("text") if isinstance(p, Mapping) else None for p in content]
+    if strict and (not texts or not all(isinstance(t, str) for t in texts)):
+        return None
+    return sep.join(t for t in texts if isinstance(t, str))
 
 
 def _is_real(value: Any) -> bool:

@@ -20,6 +20,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 EXTERNAL = ("http:", "https:", "mailto:", "data:", "javascript:", "//")
 

@@ -9,6 +9,7 @@ interpreter shows what ``import evalnb`` and the runner's modules really load.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import importlib
 import json
 import re
@@ -183,6 +184,70 @@ def test_no_import_cycle() -> None:
         if node not in state:
             visit(node)
     assert cycles == []
+
+
+#: The imports of another package's private module (``evalnb.x._y`` from outside ``x``)
+#: allowed, each with its reason; every other such import goes through the package's face
+#: (its ``__init__``). Keys: (the importing package, or "*" for any; the private module, a
+#: glob). All of these are temporary: each waits on a change under way elsewhere.
+PRIVATE_IMPORTS: dict[tuple[str, str], str] = {
+    ("*", "evalnb.store._verdicts"): "the verdict store is moving onto store's face",
+    ("review", "evalnb.analysis._*"): "one SampleIndex is replacing the panel's own tallies",
+    ("explorer", "evalnb.analysis._*"): "one SampleIndex is replacing the explorer's tallies",
+    ("explorer", "evalnb.review._queue"): "the sample key moves into the SampleIndex",
+    ("report", "evalnb.analysis._*"): (
+        "formatting, story and tally helpers (_format, _story, _tally, _args, _display, "
+        "_flaky) not yet on a face; the analysis is being changed for statistics fixes"
+    ),
+    ("plots", "evalnb.analysis._*"): "as for report: the analysis's helpers have no face yet",
+    ("cli", "evalnb.analysis._*"): "as for report: the analysis's helpers have no face yet",
+    ("interop", "evalnb.runner._manifest"): (
+        "an imported run writes its manifest with new_manifest until the typed run design "
+        "(to_manifest) replaces it"
+    ),
+    ("integrations", "evalnb.cases._experiment"): "run_experiment is moving onto the run design",
+    ("runner", "evalnb.targets._cache"): "ResponseCache is not on the face of targets (in flux)",
+    ("cli", "evalnb.targets._containment"): "Containment is not on the face of targets (in flux)",
+}
+
+
+def _private_owner(module: str) -> str | None:
+    """The package whose private module ``module`` is (``evalnb.store`` for
+    ``evalnb.store._verdicts``); None when it is no package's private module."""
+    parts = module.split(".")
+    for i in range(2, len(parts)):
+        if parts[i].startswith("_") and not parts[i - 1].startswith("_"):
+            return ".".join(parts[:i])
+    return None
+
+
+def _allowed(importer: str, target: str) -> bool:
+    package = importer.split(".")[1] if "." in importer else importer
+    return any(
+        who in ("*", package) and fnmatch.fnmatchcase(target, pattern)
+        for who, pattern in PRIVATE_IMPORTS
+    )
+
+
+def test_no_package_imports_another_packages_private_module_but_the_listed_ones() -> None:
+    graph = _graph()
+    found = {
+        (module, target)
+        for module, targets in graph.items()
+        for target in targets
+        if (owner := _private_owner(target)) is not None
+        and module != owner
+        and not module.startswith(owner + ".")
+    }
+    assert sorted(f"{m} imports {t}" for m, t in found if not _allowed(m, t)) == []
+    # Every exception is still needed: one that no import uses is taken off the list.
+    used = {
+        key
+        for module, target in found
+        for key in PRIVATE_IMPORTS
+        if key[0] in ("*", module.split(".")[1]) and fnmatch.fnmatchcase(target, key[1])
+    }
+    assert sorted(set(PRIVATE_IMPORTS) - used) == []
 
 
 def _loaded_after(statement: str) -> set[str]:

@@ -14,6 +14,8 @@ import pytest
 from tests.browser.lab import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, jupyter_lab, require_chromium
 from tests.test_notebooks import NOTEBOOKS, QUICK, figures_drawn
 
+pytestmark = pytest.mark.slow
+
 NAME = "00_quickstart.ipynb"
 
 

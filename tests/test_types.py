@@ -29,3 +29,15 @@ def test_prefix_goes_before_the_last_user_message_and_system_is_replaced():
 def test_prefix_ending_in_whitespace_is_joined_as_is():
     case = Case("c", prompt="Q?")
     assert Variant("v", prefix="Note:\n").messages_for(case)[0]["content"] == "Note:\nQ?"
+
+
+def test_text_of_reads_a_string_or_the_text_parts_and_strictly_refuses_other_parts() -> None:
+    from evalnb._types import text_of
+
+    parts = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
+    assert text_of("hi") == text_of("hi", strict=True) == "hi"
+    assert text_of(parts) == "a\nb" and text_of(parts, sep="", strict=True) == "ab"
+    mixed = [*parts, {"type": "image_url", "image_url": {"url": "data:"}}]
+    assert text_of(mixed) == "a\nb" and text_of(mixed, strict=True) is None
+    assert text_of(None) == "" and text_of(None, strict=True) is None
+    assert text_of([], strict=True) is None

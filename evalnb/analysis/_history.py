@@ -24,7 +24,7 @@ from evalnb.analysis._cost import costs
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._runs import WORSE, compare_runs
 from evalnb.analysis._suite import suite_rate
-from evalnb.store import Manifest
+from evalnb.store import Manifest, is_run_dir
 
 __all__ = ["BETTER", "UNCHANGED", "history", "run_dirs"]
 
@@ -38,7 +38,7 @@ def run_dirs(folder: str | os.PathLike[str]) -> list[Path]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ArgumentError(f"{folder}: not a directory of runs")
-    found = sorted(p for p in folder.iterdir() if (p / "manifest.json").is_file())
+    found = sorted(p for p in folder.iterdir() if is_run_dir(p))
     if not found:
         raise ArgumentError(f"{folder}: holds no run directory (a folder with a manifest.json)")
     return found
@@ -121,7 +121,7 @@ _COLUMNS = [
 def _listed(runs: Any) -> list[Any]:
     if isinstance(runs, str | os.PathLike):
         path = Path(runs)
-        return [path] if (path / "manifest.json").is_file() else list(run_dirs(path))
+        return [path] if is_run_dir(path) else list(run_dirs(path))
     if isinstance(runs, Run):
         return [runs]
     listed = list(runs)

@@ -12,6 +12,7 @@ from evalnb.cases._files import (
     load_cases,
     validate_defaults,
 )
+from evalnb.cases._yaml import YamlDocument, expanded_nodes, read_yaml, safe_loader
 
 __all__ = [
     "CASE_FIELDS",
@@ -23,11 +24,15 @@ __all__ = [
     "Experiment",
     "JudgeSpec",
     "RunDesign",
+    "YamlDocument",
     "cases_from_manifest",
+    "expanded_nodes",
     "file_sha256",
     "load_cases",
     "load_experiment",
     "parse_value",
     "parse_variant",
+    "read_yaml",
+    "safe_loader",
     "validate_defaults",
 ]

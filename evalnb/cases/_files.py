@@ -25,6 +25,7 @@ from typing import Any, cast
 
 from evalnb._exceptions import ArgumentError, CasesError
 from evalnb._types import SPLITS, Case
+from evalnb.cases._yaml import read_yaml
 from evalnb.checks import Check, build_check, build_checks, unique_names
 
 __all__ = [
@@ -33,7 +34,6 @@ __all__ = [
     "DEFAULT_FIELDS",
     "SUFFIXES",
     "YAML_NODES",
-    "expanded_nodes",
     "file_sha256",
     "load_cases",
     "validate_defaults",
@@ -258,14 +258,19 @@ def _jsonl_items(path: Path, text: str) -> Iterator[tuple[str, Any]]:
         line = line.removesuffix("\r")
         if not line.strip():
             continue
-        try:
-            yield f"{path}:{number}", json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CasesError(
-                f"{path}:{number}: not valid JSON ({exc.msg} at column {exc.colno})"
-            ) from None
-        except RecursionError:
-            raise CasesError(f"{path}:{number}: JSON nested too deeply to read") from None
+        yield f"{path}:{number}", _json(line, path, number)
+
+
+def _json(text: str, path: Path, line: int | None = None) -> Any:
+    """The JSON value in ``text``, the whole file or its ``line``; a located error if not."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = f"{path}:{line or exc.lineno}"
+        raise CasesError(f"{at}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        at = f"{path}:{line}" if line else str(path)
+        raise CasesError(f"{at}: JSON nested too deeply to read") from None
 
 
 def _split_top(path: Path, data: Any, kind: str) -> tuple[Any, Any]:
@@ -286,15 +291,7 @@ def _split_top(path: Path, data: Any, kind: str) -> tuple[Any, Any]:
 
 
 def _json_items(path: Path, text: str) -> tuple[Any, str, Iterator[tuple[str, Any]]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CasesError(
-            f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})"
-        ) from None
-    except RecursionError:
-        raise CasesError(f"{path}: JSON nested too deeply to read") from None
-    defaults, items = _split_top(path, data, "JSON")
+    defaults, items = _split_top(path, _json(text, path), "JSON")
     if not isinstance(items, list):
         raise CasesError(f"{path}: 'cases' must be a list; got {type(items).__name__}")
     return defaults, str(path), ((f"{path}[{i}]", item) for i, item in enumerate(items))
@@ -309,31 +306,18 @@ YAML_NODES = 1_000_000
 def _yaml_items(path: Path, text: str) -> tuple[Any, str, Iterator[tuple[str, Any]]]:
     import yaml  # type: ignore[import-untyped]
 
-    # One pass with libyaml where PyYAML has it: the node tree gives each case's first line
-    # and the node count; the values are built from that same tree.
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
-    try:
-        root = loader.get_single_node()
-        if root is None:
-            return None, str(path), iter(())
-        # Without an "&" there is no anchor, so no alias: the tree is no larger than the text.
-        limit = max(YAML_NODES, len(text))
-        if "&" in text and expanded_nodes(root, limit, str(path)) > limit:
-            raise CasesError(
-                f"{path}: its aliases expand it past {limit:,} YAML nodes (the larger of "
-                f"{YAML_NODES:,} and the file's size in characters); write the repeated parts "
-                "out, or use 'defaults'"
-            )
-        data = loader.construct_document(root)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise CasesError(f"{path}{line}: not valid YAML ({problem})") from None
-    except (ValueError, OverflowError) as exc:  # a timestamp such as 2024-13-45
-        raise CasesError(f"{path}: not valid YAML ({exc})") from None
-    finally:
-        loader.dispose()
+    # The node tree gives each case's first line; the values are built from that same tree.
+    # A file may expand to as many nodes as it has characters: written out without aliases
+    # it would have about as many.
+    limit = max(YAML_NODES, len(text))
+    refusal = (
+        f"its aliases expand it past {limit:,} YAML nodes (the larger of {YAML_NODES:,} and "
+        "the file's size in characters); write the repeated parts out, or use 'defaults'"
+    )
+    document = read_yaml(text, str(path), limit=limit, refusal=refusal)
+    root, data = document.root, document.data
+    if root is None:
+        return None, str(path), iter(())
     defaults, items = _split_top(path, data, "YAML")
     nodes, defaults_where = root, str(path)
     if isinstance(root, yaml.MappingNode):
@@ -346,57 +330,6 @@ def _yaml_items(path: Path, text: str) -> tuple[Any, str, Iterator[tuple[str, An
     lines = [node.start_mark.line + 1 for node in nodes.value]
     pairs = ((f"{path}:{line}", item) for line, item in zip(lines, items, strict=True))
     return defaults, defaults_where, pairs
-
-
-def expanded_nodes(root: Any, limit: int, where: str, *, aliases: bool = True) -> int:
-    """How many nodes the YAML node graph ``root`` stands for, each alias counted as the
-    nodes it repeats; stops past ``limit``. An alias inside the node it names (recursive
-    YAML) is a :class:`~evalnb.CasesError` placed by ``where`` (the file) and its line.
-    ``aliases=False`` (a document without an anchor) counts the tree ten times faster."""
-    if not aliases:
-        count, nodes = 0, [root]
-        while nodes:
-            count += 1
-            nodes += _children(nodes.pop())
-        return count
-    sizes: dict[int, int] = {}
-    open_nodes: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        key = id(node)
-        children = _children(node)
-        if done:
-            open_nodes.discard(key)
-            size = 1 + sum(sizes[id(child)] for child in children)
-            sizes[key] = size
-            if size > limit:
-                return size
-            continue
-        if key in sizes:
-            continue
-        if key in open_nodes:
-            raise CasesError(
-                f"{where}:{node.start_mark.line + 1}: an alias refers to a node that holds it; "
-                "recursive YAML is not read"
-            )
-        open_nodes.add(key)
-        stack.append((node, True))
-        stack += [(child, False) for child in children if id(child) not in sizes]
-    return sizes[id(root)]
-
-
-def _children(node: Any) -> list[Any]:
-    value = node.value
-    if not isinstance(value, list):
-        return []
-    out: list[Any] = []
-    for item in value:
-        if isinstance(item, tuple):
-            out += item
-        else:
-            out.append(item)
-    return out
 
 
 def _csv_row(header: list[str], row: list[str]) -> dict[str, Any]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import abc
+import asyncio
+import contextlib
 import copy
 import inspect
+import threading
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeAlias, cast, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number
@@ -28,6 +31,7 @@ __all__ = [
     "call_signature",
     "check_types",
     "import_path",
+    "on_a_thread",
     "register",
     "threshold_value",
 ]
@@ -198,6 +202,16 @@ class SpecCheck(abc.ABC):
     def prepare(self, case: Case) -> None:  # noqa: B027  (a hook for checks that read the case)
         """Read what this check needs of ``case``; raise ``ValueError`` when it cannot."""
 
+    def targets_of(self, case: Case) -> tuple[Any, ...]:
+        """The reference answers of ``case``, for a check that compares with them; a case
+        without a ``target`` is an error naming the check."""
+        if case.target is None:
+            raise ArgumentError(
+                f"'{self.where}' ({self.type}) compares with the case's 'target', and the case "
+                "has none"
+            )
+        return tuple(case.targets)
+
     def bound_case(self) -> Case:
         """The case this check was bound to (an error when it was built without one)."""
         if self.case is None:
@@ -299,3 +313,35 @@ class FunctionCheck:
 
     def __repr__(self) -> str:
         return f"<FunctionCheck {self.name!r}>"
+
+
+T = TypeVar("T")
+
+
+async def on_a_thread(function: Callable[[], T], seconds: float | None, name: str) -> T:
+    """``function()`` on a daemon thread of its own (never a pool's, where slow calls would
+    queue up the quick ones), awaited for at most ``seconds`` without holding up the event
+    loop, other samples or Ctrl-C. Past ``seconds`` this raises ``TimeoutError``; the thread
+    cannot be stopped and runs on in the background (a daemon never holds the process open).
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is None:
+            done.set_result(value)
+        else:
+            done.set_exception(error)
+
+    def work() -> None:
+        try:
+            value, error = function(), None
+        except BaseException as exc:  # handed to the awaiting task
+            value, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop ended while it ran on
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await asyncio.wait_for(done, seconds)

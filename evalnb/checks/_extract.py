@@ -67,12 +67,7 @@ class ExtractMatch(SpecCheck):
     reads_case = True
 
     def prepare(self, case: Case) -> None:
-        if case.target is None:
-            raise ArgumentError(
-                f"'{self.where}' (extract_match) compares with the case's 'target', and the "
-                "case has none"
-            )
-        self.targets = [t if isinstance(t, str) else str(t) for t in case.targets]
+        self.targets = [t if isinstance(t, str) else str(t) for t in self.targets_of(case)]
 
     def label(self) -> str:
         return str(self.values.get("pattern", "the whole answer"))
@@ -124,13 +119,8 @@ class JsonMatch(SpecCheck):
     reads_case = True
 
     def prepare(self, case: Case) -> None:
-        if case.target is None:
-            raise ArgumentError(
-                f"'{self.where}' (json_match) compares with the case's 'target', and the case "
-                "has none"
-            )
         self.wanted = []
-        for target in case.targets:
+        for target in self.targets_of(case):
             try:
                 self.wanted.append(json.loads(target) if isinstance(target, str) else target)
             except json.JSONDecodeError:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 from collections.abc import Awaitable
 from typing import Any, cast
 
@@ -13,7 +11,7 @@ import regex
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number, is_whole
 from evalnb._types import Sample
-from evalnb.checks._base import SpecCheck, register
+from evalnb.checks._base import SpecCheck, on_a_thread, register
 
 __all__ = ["Avoids", "Contains", "ContainsAny", "Regex", "WordCount"]
 
@@ -61,9 +59,18 @@ class _Phrases(SpecCheck):
     def _fold(self, text: str) -> str:
         return text.casefold() if self.values.get("ignore_case", True) else text
 
-    def _found(self, answer: str, phrases: tuple[str, ...]) -> list[str]:
+    def phrases(self) -> tuple[str, ...]:
+        """The phrases of the check's one required field (``text`` is one phrase)."""
+        (field,) = self.required
+        value = self.values[field]
+        return (value,) if isinstance(value, str) else tuple(value)
+
+    def label(self) -> str:
+        return "|".join(self.phrases())
+
+    def _found(self, answer: str) -> list[str]:
         haystack = self._fold(answer)
-        return [p for p in phrases if self._fold(p) in haystack]
+        return [p for p in self.phrases() if self._fold(p) in haystack]
 
 
 @register
@@ -73,11 +80,8 @@ class Contains(_Phrases):
     type = "contains"
     required = {"text": _text}
 
-    def label(self) -> str:
-        return str(self.values["text"])
-
     def __call__(self, sample: Sample) -> str | None:
-        if self._found(sample.answer or "", (self.values["text"],)):
+        if self._found(sample.answer or ""):
             return None
         return f"does not mention {self.values['text']!r}"
 
@@ -89,11 +93,8 @@ class ContainsAny(_Phrases):
     type = "contains_any"
     required = {"options": _texts}
 
-    def label(self) -> str:
-        return "|".join(self.values["options"])
-
     def __call__(self, sample: Sample) -> str | None:
-        if self._found(sample.answer or "", self.values["options"]):
+        if self._found(sample.answer or ""):
             return None
         return "mentions none of " + ", ".join(repr(o) for o in self.values["options"])
 
@@ -105,11 +106,8 @@ class Avoids(_Phrases):
     type = "avoids"
     required = {"phrases": _texts}
 
-    def label(self) -> str:
-        return "|".join(self.values["phrases"])
-
     def __call__(self, sample: Sample) -> str | None:
-        found = self._found(sample.answer or "", self.values["phrases"])
+        found = self._found(sample.answer or "")
         return "says " + ", ".join(repr(p) for p in found) if found else None
 
 
@@ -204,30 +202,14 @@ class Regex(SpecCheck):
     async def _off_the_loop(self, answer: str) -> str | None:
         """The whole search again, on a daemon thread of its own (never a pool's, where
         slow searches would queue up the quick ones), awaited without blocking."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[str | None] = loop.create_future()
-
-        def settle(value: str | None, error: BaseException | None) -> None:
-            if done.done():
-                return
-            if error is None:
-                done.set_result(value)
-            else:
-                done.set_exception(error)
-
-        def work() -> None:
-            try:
-                value, error = self._search(answer, self.timeout), None
-            except BaseException as exc:  # handed to the awaiting task
-                value, error = None, exc
-            with contextlib.suppress(RuntimeError):  # the loop ended while it ran on
-                loop.call_soon_threadsafe(settle, value, error)
-
-        threading.Thread(target=work, name="evalnb-regex", daemon=True).start()
         try:
             # The deadline in wall-clock time, whatever the package's own timeout makes of
             # a busy machine; the search itself ends at that timeout, unawaited.
-            return await asyncio.wait_for(done, self.timeout + _REPORT_SECONDS)
+            return await on_a_thread(
+                lambda: self._search(answer, self.timeout),
+                self.timeout + _REPORT_SECONDS,
+                "evalnb-regex",
+            )
         except TimeoutError:
             return self._timed_out()
 

@@ -34,12 +34,7 @@ class _Reference(SpecCheck):
     reads_case = True
 
     def prepare(self, case: Case) -> None:
-        if case.target is None:
-            raise ArgumentError(
-                f"'{self.where}' ({self.type}) compares with the case's 'target', and the case "
-                "has none"
-            )
-        self.targets: tuple[Any, ...] = case.targets
+        self.targets: tuple[Any, ...] = self.targets_of(case)
 
 
 class _Normalised(_Reference):

@@ -38,28 +38,25 @@ from evalnb.cli._serve import add_serve_arguments, serve_gguf_command, standin_c
 __all__ = ["main"]
 
 
+#: Each command's name, what ``evalnb --help`` says of it, and what adds its arguments.
+_ARGUMENTS: list[tuple[str, str, Callable[[argparse.ArgumentParser], object]]] = [
+    ("run", "run cases x variants x repeats against a target", add_run_arguments),
+    ("demo", "the shop comparison (v1 vs v2) on the stand-in", add_demo_arguments),
+    ("score", "recompute checks of a stored run (no model calls)", add_score_arguments),
+    ("gate", "apply an explicit pass/fail policy to a run", add_gate_arguments),
+    ("report", "rates, suite rate, comparison, latency", add_report_arguments),
+    ("doctor", "find (and --repair) duplicates, orphans, unreadable files", add_doctor_arguments),
+    ("import", "another tool's suite or log as cases or a run", add_import_arguments),
+    ("export", "a run as CSV, JSONL, EEE, Inspect scores", add_export_arguments),
+    ("serve-gguf", "serve a real GGUF model with llama.cpp on 127.0.0.1", add_serve_arguments),
+]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog="evalnb", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command_name", required=True, metavar="COMMAND")
-    add_run_arguments(sub.add_parser("run", help="run cases x variants x repeats against a target"))
-    add_demo_arguments(
-        sub.add_parser("demo", help="the shop comparison (v1 vs v2) on the stand-in")
-    )
-    add_score_arguments(
-        sub.add_parser("score", help="recompute checks of a stored run (no model calls)")
-    )
-    add_gate_arguments(sub.add_parser("gate", help="apply an explicit pass/fail policy to a run"))
-    add_report_arguments(sub.add_parser("report", help="rates, suite rate, comparison, latency"))
-    add_doctor_arguments(
-        sub.add_parser("doctor", help="find (and --repair) duplicates, orphans, unreadable files")
-    )
-    add_import_arguments(
-        sub.add_parser("import", help="another tool's suite or log as cases or a run")
-    )
-    add_export_arguments(sub.add_parser("export", help="a run as CSV, JSONL, EEE, Inspect scores"))
-    add_serve_arguments(
-        sub.add_parser("serve-gguf", help="serve a real GGUF model with llama.cpp on 127.0.0.1")
-    )
+    for name, summary, add_arguments in _ARGUMENTS:
+        add_arguments(sub.add_parser(name, help=summary))
     sub.add_parser("standin", help="serve the stand-in model on 127.0.0.1", add_help=False)
     return parser
 

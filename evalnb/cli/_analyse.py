@@ -65,22 +65,23 @@ def report_command(
 
 def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO | None) -> int:
     from evalnb.analysis import load
-    from evalnb.report._render import render_history, render_report
+    from evalnb.report import Report
     from evalnb.store import write_text_file
 
     if bool(args.run) == bool(args.history):
         raise UsageError("give run directories or --history DIR (not both)")
-    shown = {"html": bool(args.html), "markdown": args.markdown, "prices": args.prices}
+    options = {"check": args.check, "level": args.level, "prices": args.prices}
     if args.history:
         if args.baseline:
             raise UsageError("--baseline compares variants of one run; not with --history")
-        text, page = render_history(args.history, check=args.check, level=args.level, **shown)
+        report = Report.history(args.history, **options)
     else:
-        options = {"baseline": args.baseline, "check": args.check, "level": args.level}
-        # The figures are drawn by as many processes as this one may use: it has no
-        # threads of its own, so forking it is safe.
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        text, page = render_report(load(args.run), **shown, **options, processes=cpus)
+        report = Report.of(load(args.run), baseline=args.baseline, **options)
+    # The figures are drawn by as many processes as this one may use: it has no threads
+    # of its own, so forking it is safe.
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    text = report.markdown() if args.markdown else report.text()
+    page = report.html(processes=cpus) if args.html else None
     if page is not None:
         try:
             write_text_file(args.html, page)

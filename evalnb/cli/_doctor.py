@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from evalnb.cli._common import EXIT_FAILED, EXIT_OK, UsageError
-from evalnb.store._doctor import QUARANTINE, diagnose, repair, stopped_writer
+from evalnb.store import QUARANTINE, diagnose, repair, stopped_writer
 
 __all__ = ["add_doctor_arguments", "doctor_command"]
 

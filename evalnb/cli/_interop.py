@@ -116,7 +116,7 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 
 def _size(text: str) -> int:
-    from evalnb.interop._bounded import parse_size
+    from evalnb.interop import parse_size
 
     try:
         return parse_size(text)
@@ -262,7 +262,7 @@ def export_command(args: argparse.Namespace, stdout: TextIO | None = None) -> in
 
 
 def _export(args: argparse.Namespace, stdout: TextIO) -> int:
-    from evalnb.interop import _export as export
+    from evalnb import interop as export
 
     if args.raw and args.format != "csv":
         raise UsageError("--raw applies to the csv format only")

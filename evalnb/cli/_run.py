@@ -483,7 +483,7 @@ def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def score_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb.runner._rescore import score
+    from evalnb.runner import score
     from evalnb.store import scorings
 
     judge = None

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb.cli._common import UsageError
-from evalnb.integrations._llamacpp import GgufServer
-from evalnb.integrations._models import DEFAULT_MODEL, GGUF_TEMPLATE, MODELS
+from evalnb.integrations import DEFAULT_MODEL, GGUF_TEMPLATE, MODELS, GgufServer
 
 __all__ = ["add_serve_arguments", "serve_gguf_command", "standin_command"]
 

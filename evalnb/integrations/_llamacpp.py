@@ -29,7 +29,7 @@ import httpx
 from evalnb._exceptions import ArgumentError, EvalnbError
 from evalnb._types import Case, Completion, Request
 from evalnb.cases import suites
-from evalnb.targets._openai import OpenAIChat
+from evalnb.targets import OpenAIChat
 
 if TYPE_CHECKING:
     from evalnb.cases import Experiment, RunDesign

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from evalnb._exceptions import ArgumentError, CasesError
-from evalnb.cases._files import expanded_nodes  # the YAML node budget, shared with cases files
+from evalnb.cases import read_yaml
 
 __all__ = [
     "GiB",
@@ -46,7 +46,6 @@ __all__ = [
     "MiB",
     "Sources",
     "ZipMembers",
-    "expanded_nodes",
     "parse_size",
     "size_text",
 ]
@@ -244,6 +243,13 @@ class Sources:
             raise CasesError(
                 f"{at or path}: {what} is not UTF-8 text ({exc.reason} at byte {exc.start})"
             ) from None
+
+    def yaml(self, path: Path, text: str, *, loader: Any = None) -> Any:
+        """The YAML document ``text`` read from ``path`` (with ``loader``, default the safe
+        one), refused past :attr:`Limits.yaml_nodes` expanded nodes."""
+        limit = self.limits.yaml_nodes
+        refusal = f"the YAML expands to more than {limit:,} nodes; {Limits.hint('yaml_nodes')}"
+        return read_yaml(text, str(path), limit=limit, loader=loader, refusal=refusal).data
 
     # -- file:// references ---------------------------------------------------------
 

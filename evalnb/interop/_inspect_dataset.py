@@ -20,9 +20,8 @@ from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._records import Images, messages, records
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
+    ImportNotes,
     ImportResult,
-    Note,
-    Unsupported,
     parse_json,
     reading,
     source_error,
@@ -114,7 +113,7 @@ def import_inspect(
         raise ArgumentError(f"'scorer' must be one of {', '.join(SCORERS)}; got {scorer!r}")
     metadata_fields = spec["metadata"].split("|") if fields and "metadata" in fields else None
     images = Images(path, sources)
-    unsupported: list[Unsupported] = []
+    notes = ImportNotes()
     with reading(path):
         cases = []
         seen: set[str] = set()
@@ -132,7 +131,7 @@ def import_inspect(
                 raise source_error(Path(where), f"'id' must be unique; got {case['id']!r} again")
             seen.add(case["id"])
             if isinstance(raw_input, list) and raw_input:
-                chat = messages(raw_input, where, unsupported, images=images)
+                chat = messages(raw_input, where, notes, images=images)
                 if chat is None:
                     continue
                 case["messages"] = chat
@@ -143,10 +142,10 @@ def import_inspect(
                     Path(where),
                     f"'{spec['input']}' must be text or chat messages; got {raw_input!r}",
                 )
-            _reference(case, record, spec, where, unsupported)
+            _reference(case, record, spec, where, notes)
             for name in _LEFT_OUT:
                 if record.get(name):
-                    unsupported.append(Unsupported(name, where, "sample files/setup/sandbox"))
+                    notes.refuse(name, where, "sample files/setup/sandbox")
             used = {spec[k].split(".")[0] for k in ("input", "target", "choices", "id")}
             used |= {spec[k] for k in ("input", "target", "choices", "id")} | set(_LEFT_OUT)
             metadata = record.get("metadata") if spec["metadata"] == "metadata" else None
@@ -160,8 +159,8 @@ def import_inspect(
             if check is not None:
                 case["checks"] = [check]
             cases.append(case)
-        result = ImportResult("inspect", path, unsupported=unsupported, files=sources.files)
-        result.mapped = _mapped(path, spec, scorer, cases)
+        _mapped(notes, path, spec, scorer, cases)
+        result = notes.result("inspect", path, sources.files)
         judge = scorer == "model_graded_fact"
         return write_suite(result, dest, cases=cases, repeats=repeats, judge=judge)
 
@@ -171,18 +170,16 @@ def _reference(
     record: dict[str, Any],
     spec: dict[str, str],
     where: str,
-    unsupported: list[Unsupported],
+    notes: ImportNotes,
 ) -> None:
     """The case's target and choices from ``record``; a dotted ``--field`` path that leads
     nowhere, or to no list of choices, is listed."""
     for key in ("target", "choices"):
         if "." in spec[key] and _get(record, spec[key]) is _MISSING:
-            unsupported.append(
-                Unsupported(
-                    f"--field {key}={spec[key]}",
-                    where,
-                    f"the path leads nowhere in this record: the case has no {key}",
-                )
+            notes.refuse(
+                f"--field {key}={spec[key]}",
+                where,
+                f"the path leads nowhere in this record: the case has no {key}",
             )
     raw_target = _get(record, spec["target"])
     target = _target(None if raw_target is _MISSING else raw_target)
@@ -194,26 +191,26 @@ def _reference(
     if isinstance(choices, list) and choices:
         case["choices"] = [str(c) for c in choices]
     elif choices is not _MISSING and choices is not None and spec["choices"] != "choices":
-        unsupported.append(
-            Unsupported(
-                f"--field choices={spec['choices']}",
-                where,
-                f"expected a list of choices there; got {shown(choices)}",
-            )
+        notes.refuse(
+            f"--field choices={spec['choices']}",
+            where,
+            f"expected a list of choices there; got {shown(choices)}",
         )
 
 
 def _mapped(
-    path: Path, spec: dict[str, str], scorer: str | None, cases: list[dict[str, Any]]
-) -> list[Note]:
-    """What the import mapped: renamed fields, the scorer's check, image parts."""
+    notes: ImportNotes,
+    path: Path,
+    spec: dict[str, str],
+    scorer: str | None,
+    cases: list[dict[str, Any]],
+) -> None:
+    """Note what the import mapped: renamed fields, the scorer's check, image parts."""
     used = scorer or ("choice" if any("choices" in c for c in cases) else "includes")
-    mapped = [
-        Note(f"field {key}", str(path), f"read from {spec[key]!r}")
-        for key in ("input", "target", "choices", "id")
-        if spec[key] != key
-    ]
-    mapped.append(Note(f"scorer {used}", str(path), SCORERS[used]))
+    for key in ("input", "target", "choices", "id"):
+        if spec[key] != key:
+            notes.map(f"field {key}", str(path), f"read from {spec[key]!r}")
+    notes.map(f"scorer {used}", str(path), SCORERS[used])
     parts = sum(
         1
         for c in cases
@@ -223,5 +220,4 @@ def _mapped(
         if p.get("type") == "image_url"
     )
     if parts:
-        mapped.append(Note("image parts", str(path), f"{parts} sent as image_url parts"))
-    return mapped
+        notes.map("image parts", str(path), f"{parts} sent as image_url parts")

@@ -27,10 +27,9 @@ from typing import Any
 
 from evalnb import store
 from evalnb._exceptions import CasesError
-from evalnb._types import Case, CheckResult, Variant
-from evalnb.checks._base import THRESHOLD
+from evalnb._types import Case, CheckResult, Variant, text_of
+from evalnb.checks import THRESHOLD
 from evalnb.interop._bounded import Limits, Sources, ZipMembers
-from evalnb.interop._records import text_of
 from evalnb.interop._runs import ImportedRun, status_of
 from evalnb.interop._shapes import (
     ANY,
@@ -46,8 +45,8 @@ from evalnb.interop._shapes import (
     shown,
 )
 from evalnb.interop._suite import (
+    ImportNotes,
     ImportResult,
-    Unsupported,
     parse_json,
     read_json_source,
     reading,
@@ -187,6 +186,12 @@ def score_outcome(value: Any) -> tuple[bool | None, float | None, str]:
     return None, None, f"value {json.dumps(value)[:60]} has no pass/fail reading"
 
 
+def _text(content: Any) -> str | None:
+    """A message's text as Inspect keeps it: its text parts run together; None when it
+    holds other parts."""
+    return text_of(content, sep="", strict=True)
+
+
 def _case(sample: dict[str, Any], attachments: dict[str, str], where: str) -> Case:
     raw = _resolve(sample.get("input"), attachments)
     fields: dict[str, Any] = {"id": str(sample["id"])}
@@ -194,7 +199,10 @@ def _case(sample: dict[str, Any], attachments: dict[str, str], where: str) -> Ca
         fields["prompt"] = raw or " "
     else:
         fields["messages"] = [
-            {"role": str(m.get("role") or "user"), "content": text_of(m.get("content")) or ""}
+            {
+                "role": str(m.get("role") or "user"),
+                "content": text_of(m.get("content"), sep="", strict=True) or "",
+            }
             for m in raw or []
         ] or [{"role": "user", "content": " "}]
     target = sample.get("target")
@@ -222,13 +230,15 @@ def _answer(output: dict[str, Any]) -> tuple[str | None, str | None]:
     if isinstance(output.get("completion"), str):
         completion = output["completion"]
     else:
-        completion = text_of((choices[0].get("message") or {}).get("content"))
+        completion = _text((choices[0].get("message") or {}).get("content"))
     return completion, choices[0].get("stop_reason")
 
 
 def _prompt(sample: dict[str, Any], attachments: dict[str, str]) -> str:
     messages = _resolve(sample.get("messages") or [], attachments)
-    users = [text_of(m.get("content")) for m in messages if m.get("role") == "user"]
+    users = [
+        text_of(m.get("content"), sep="", strict=True) for m in messages if m.get("role") == "user"
+    ]
     if users and users[-1] is not None:
         return users[-1]
     raw = _resolve(sample.get("input"), attachments)
@@ -251,7 +261,7 @@ def _scorers(spec: dict[str, Any], samples: list[tuple[str, dict[str, Any]]]) ->
 
 
 def _check(
-    name: str, scores: dict[str, Any], status: str, where: str, unsupported: list[Unsupported]
+    name: str, scores: dict[str, Any], status: str, where: str, notes: ImportNotes
 ) -> CheckResult:
     """The check for scorer ``name``; a value with no pass/fail reading is listed."""
     if name not in scores:
@@ -259,7 +269,7 @@ def _check(
     else:
         outcome, score, detail = score_outcome(scores[name].get("value"))
         if outcome is None:
-            unsupported.append(Unsupported(f"score {name}", where, detail))
+            notes.refuse(f"score {name}", where, detail)
     if status != "completed":
         outcome, score, detail = False, None, f"incomplete sample: {status}"
     evidence = {k: v for k, v in scores.get(name, {}).items() if k != "value"}
@@ -273,7 +283,7 @@ def _add_sample(
     sample: dict[str, Any],
     variant: str,
     scorers: list[str],
-    unsupported: list[Unsupported],
+    notes: ImportNotes,
 ) -> None:
     """Add one sample of the log (its case on first sight) with a check per scorer."""
     attachments = sample.get("attachments") or {}
@@ -294,7 +304,7 @@ def _add_sample(
     scores = sample.get("scores") or {}
     run.add(
         (case_id, variant, repeat),
-        [_check(name, scores, status, f"sample {case_id}", unsupported) for name in scorers],
+        [_check(name, scores, status, f"sample {case_id}", notes) for name in scorers],
         prompt=_prompt(sample, attachments),
         answer=answer,
         status=status,
@@ -347,15 +357,14 @@ def import_inspect_log(
         run = ImportedRun("inspect", Path(dest).name, _time(stats.get("started_at"), store.now()))
         run.variants[model] = Variant(model)
         scorers = _scorers(spec, samples)
-        unsupported: list[Unsupported] = []
+        notes = ImportNotes()
         samples.sort(key=lambda item: (item[1].get("epoch") or 1, str(item[1]["id"])))
         for where, sample in samples:
-            _add_sample(run, where, sample, model, scorers, unsupported)
+            _add_sample(run, where, sample, model, scorers, notes)
     counts = {"cases": len(run.cases), "epochs": run.repeats, "samples": len(run.rows)}
     counts["scorers"] = len(scorers)
-    result = ImportResult(
-        "inspect-log", path, counts=counts, unsupported=unsupported, files=sources.files
-    )
+    result = notes.result("inspect-log", path, sources.files)
+    result.counts = counts
     return run.write(
         dest,
         result,

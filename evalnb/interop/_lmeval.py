@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from evalnb._types import render_template
-from evalnb.interop._bounded import Limits, Sources, expanded_nodes
+from evalnb.cases import safe_loader
+from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._records import records
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
+    ImportNotes,
     ImportResult,
-    Note,
-    Unsupported,
     reading,
     source_error,
     write_suite,
@@ -87,37 +87,17 @@ class _Function:
         return f"!function {self.name}"
 
 
-def _load_yaml(path: Path, text: str, limits: Limits) -> Any:
+def _load_yaml(path: Path, text: str, sources: Sources) -> Any:
     """The task YAML (PyYAML's safe reading, ``!function`` kept as a marker), refused past
-    ``limits.yaml_nodes`` expanded nodes."""
-    import yaml  # type: ignore[import-untyped]
+    ``Limits.yaml_nodes`` expanded nodes."""
 
-    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    class Loader(safe_loader()):  # type: ignore[misc]
         pass
 
     Loader.add_constructor(
         "!function", lambda loader, node: _Function(str(loader.construct_scalar(node)))
     )
-    loader = Loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        nodes = expanded_nodes(node, limits.yaml_nodes, str(path), aliases="&" in text)
-        if nodes > limits.yaml_nodes:
-            raise source_error(
-                path,
-                f"the YAML expands to more than {limits.yaml_nodes:,} nodes; "
-                f"{Limits.hint('yaml_nodes')}",
-            )
-        return loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise source_error(Path(f"{path}{line}"), f"not valid YAML ({problem})") from None
-    finally:
-        loader.dispose()
+    return sources.yaml(path, text, loader=Loader)
 
 
 class _Task:
@@ -125,24 +105,14 @@ class _Task:
         self.path = path
         self.sources = sources
         self.limits = limits
-        self.unsupported: list[Unsupported] = []
-        self.mapped: list[Note] = []
-        self.approximated: list[Note] = []
-
-    def skip(self, name: str, reason: str) -> None:
-        self.unsupported.append(Unsupported(name, str(self.path), reason))
-
-    def map(self, name: str, how: str) -> None:
-        self.mapped.append(Note(name, str(self.path), how))
-
-    def approximate(self, name: str, how: str) -> None:
-        self.approximated.append(Note(name, str(self.path), how))
+        self.where = str(path)
+        self.notes = ImportNotes()
 
     def config(self, path: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
         """The task at ``path`` with its ``include:`` chain merged under it (``chain``: the
         files that include it, outermost first)."""
         text = self.sources.text(path, "the lm-eval task")
-        data = _load_yaml(path, text, self.limits)
+        data = _load_yaml(path, text, self.sources)
         if not isinstance(data, dict):
             raise source_error(
                 path, f"not an lm-eval task: expected a YAML object; got {shown(data)}"
@@ -160,7 +130,7 @@ class _Task:
         if len(chain) > 8:
             raise source_error(path, f"'include' chains are at most 8 files deep; got {include!r}")
         base = self.config(base_path, chain)
-        self.map("include", f"{include} read and merged under the task")
+        self.notes.map("include", self.where, f"{include} read and merged under the task")
         return {**base, **data}
 
 
@@ -216,8 +186,8 @@ def _params(task: _Task, raw: Any) -> dict[str, Any]:
         if key == "until":
             params["stop"] = [value] if isinstance(value, str) else list(value)[:4]
             if isinstance(value, list) and len(value) > 4:
-                task.approximate(
-                    "generation_kwargs.until", "only the first 4 stop strings are sent"
+                task.notes.approximate(
+                    "generation_kwargs.until", task.where, "only the first 4 stop strings are sent"
                 )
         elif key == "max_gen_toks":
             params["max_tokens"] = value
@@ -227,9 +197,11 @@ def _params(task: _Task, raw: Any) -> dict[str, Any]:
         elif key in ("temperature", "top_p", "seed"):
             params[key] = value
         else:
-            task.skip(f"generation_kwargs.{key}", "not an OpenAI request parameter")
+            task.notes.refuse(
+                f"generation_kwargs.{key}", task.where, "not an OpenAI request parameter"
+            )
     if params:
-        task.map("generation_kwargs", f"request params {sorted(params)}")
+        task.notes.map("generation_kwargs", task.where, f"request params {sorted(params)}")
     return params
 
 
@@ -241,11 +213,13 @@ def _match_options(task: _Task, metrics: Any) -> dict[str, Any]:
             for key in ("ignore_case", "ignore_punctuation", "regexes_to_ignore"):
                 if key in metric:
                     options[key] = metric[key]
-            task.map("metric exact_match", "extract_match with its options")
+            task.notes.map("metric exact_match", task.where, "extract_match with its options")
         elif name in ("acc", "acc_norm"):
-            task.approximate(f"metric {name}", "the choice check's pass rate (a generated letter)")
+            task.notes.approximate(
+                f"metric {name}", task.where, "the choice check's pass rate (a generated letter)"
+            )
         else:
-            task.skip(f"metric {name}", "no evalnb check computes it")
+            task.notes.refuse(f"metric {name}", task.where, "no evalnb check computes it")
     return options
 
 
@@ -260,14 +234,22 @@ def _checks(task: _Task, config: dict[str, Any], options: dict[str, Any]) -> lis
         steps = [s for s in entry.get("filter") or [] if isinstance(s, dict)]
         functions = [s.get("function") for s in steps]
         if functions not in (["regex", "take_first"], ["regex"]):
-            task.skip(f"filter {name}", f"filters {functions}: only regex (+ take_first) is read")
+            task.notes.refuse(
+                f"filter {name}",
+                task.where,
+                f"filters {functions}: only regex (+ take_first) is read",
+            )
             continue
         regex_step = steps[0]
         check: dict[str, Any] = {"name": str(name), "type": "extract_match", **options}
         check["pattern"] = str(regex_step.get("regex_pattern", r"#### (\-?[0-9\.\,]+)"))
         if "group_select" in regex_step:
             check["group_select"] = regex_step["group_select"]
-        task.map(f"filter {name}", "extract_match: the regex reads the answer, then exact_match")
+        task.notes.map(
+            f"filter {name}",
+            task.where,
+            "extract_match: the regex reads the answer, then exact_match",
+        )
         checks.append(check)
     return checks
 
@@ -279,8 +261,10 @@ def _fewshot(task: _Task, config: dict[str, Any]) -> str:
     if not count:
         return ""
     if isinstance(samples, _Function) or not isinstance(samples, list):
-        task.approximate(
-            "num_fewshot", f"{count} examples from a dataset split cannot be read: zero-shot"
+        task.notes.approximate(
+            "num_fewshot",
+            task.where,
+            f"{count} examples from a dataset split cannot be read: zero-shot",
         )
         return ""
     delimiter = str(config.get("target_delimiter", " "))
@@ -291,7 +275,9 @@ def _fewshot(task: _Task, config: dict[str, Any]) -> str:
         text = _field(config.get("doc_to_text"), sample, where, "doc_to_text")
         target = _field(config.get("doc_to_target"), sample, where, "doc_to_target")
         shots.append(f"{text}{delimiter}{target}{between}")
-    task.map("fewshot_config.samples", f"{len(shots)} examples before each prompt")
+    task.notes.map(
+        "fewshot_config.samples", task.where, f"{len(shots)} examples before each prompt"
+    )
     return "".join(shots)
 
 
@@ -326,12 +312,16 @@ def _build(
 ) -> ImportResult:
     path = task.path
     for key in sorted(set(config) - _READ, key=str):
-        task.skip(key, "this task field has no evalnb counterpart")
+        task.notes.refuse(key, task.where, "this task field has no evalnb counterpart")
     hooks = [k for k, v in config.items() if isinstance(v, _Function)]
     for key in hooks:
-        task.skip(key, f"{config[key]!r} is Python in the task's module; evalnb does not run it")
+        task.notes.refuse(
+            key,
+            task.where,
+            f"{config[key]!r} is Python in the task's module; evalnb does not run it",
+        )
     if {"doc_to_text", "doc_to_target"} & set(hooks):
-        refused = ImportResult("lm-eval", path, unsupported=task.unsupported).refusals()
+        refused = task.notes.result("lm-eval", path).refusals()
         raise source_error(path, f"no case can be built; {refused}")
     output = config.get("output_type", "generate_until")
     if output not in ("generate_until", "multiple_choice"):
@@ -341,8 +331,10 @@ def _build(
             "target cannot give; evalnb imports generate_until and multiple_choice tasks",
         )
     if config.get("dataset_path"):
-        task.approximate(
-            "dataset_path", f"documents from {data.name}, not the hub's {config['dataset_path']!r}"
+        task.notes.approximate(
+            "dataset_path",
+            task.where,
+            f"documents from {data.name}, not the hub's {config['dataset_path']!r}",
         )
     variant: dict[str, Any] = {"name": str(config.get("task") or "baseline")}
     variant["name"] = re.sub(r"[^A-Za-z0-9_.-]+", "-", variant["name"])
@@ -355,8 +347,9 @@ def _build(
             variant["params"] = params
         checks = _checks(task, config, options)
     else:
-        task.approximate(
+        task.notes.approximate(
             "output_type multiple_choice",
+            task.where,
             "lm-eval compares the loglikelihood of each choice; a generation-only target "
             "cannot give it, so the model is shown the choices and its letter is read by "
             "the choice check",
@@ -381,7 +374,10 @@ def _build(
         case["checks"] = checks
         case["metadata"] = {"source": where}
         cases.append(case)
-    task.map("doc_to_text / doc_to_target", "rendered per document: the case's prompt and target")
-    result = ImportResult("lm-eval", path, unsupported=task.unsupported, files=task.sources.files)
-    result.mapped, result.approximated = task.mapped, task.approximated
+    task.notes.map(
+        "doc_to_text / doc_to_target",
+        task.where,
+        "rendered per document: the case's prompt and target",
+    )
+    result = task.notes.result("lm-eval", path, task.sources.files)
     return write_suite(result, dest, cases=cases, variants=[variant], repeats=repeats)

@@ -20,9 +20,8 @@ from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._records import lfs_pointer, messages, records
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
+    ImportNotes,
     ImportResult,
-    Note,
-    Unsupported,
     reading,
     source_error,
     write_suite,
@@ -53,7 +52,7 @@ def import_openai_evals(
     repeats: int = 5,
     limits: Limits | None = None,
     check: dict[str, Any] | None = None,
-    notes: tuple[list[Unsupported], list[Note], list[Note]] | None = None,
+    notes: ImportNotes | None = None,
     sources: Sources | None = None,
 ) -> ImportResult:
     """Import an openai/evals samples JSONL into ``DEST/cases.yaml`` +
@@ -67,15 +66,13 @@ def import_openai_evals(
     sources = sources or Sources(limits)
     if path.suffix != ".jsonl":
         raise source_error(path, "openai/evals samples must be a .jsonl file")
-    unsupported, mapped, approximated = notes or ([], [], [])
+    notes = notes or ImportNotes()
     if eval_class == "ModelBasedClassify" and check is None:
-        unsupported.append(
-            Unsupported(
-                "modelgraded spec",
-                str(path),
-                "the registry's grading prompt is not read; evalnb's judge asks whether the "
-                "answer agrees with the ideal answer",
-            )
+        notes.refuse(
+            "modelgraded spec",
+            str(path),
+            "the registry's grading prompt is not read; evalnb's judge asks whether the "
+            "answer agrees with the ideal answer",
         )
     with reading(path):
         cases = []
@@ -87,7 +84,7 @@ def import_openai_evals(
             if isinstance(raw, str) and raw.strip():
                 case["prompt"] = raw
             elif isinstance(raw, list) and raw:
-                chat = messages(raw, where, unsupported)
+                chat = messages(raw, where, notes)
                 if chat is None:
                     continue
                 case["messages"] = chat
@@ -107,24 +104,18 @@ def import_openai_evals(
                 case["metadata"] = extra
             case["checks"] = [dict(check or EVAL_CLASSES[eval_class])]
             cases.append(case)
-        result = ImportResult("openai-evals", path, unsupported=unsupported, files=sources.files)
-        if not mapped and not approximated:
+        if not notes.mapped and not notes.approximated:
             how = f"{EVAL_CLASSES[eval_class]['type']} check"
-            mapped = [Note(f"class {eval_class}", str(path), how)]
-        result.mapped, result.approximated = mapped, approximated
+            notes.map(f"class {eval_class}", str(path), how)
+        result = notes.result("openai-evals", path, sources.files)
         judge = eval_class == "ModelBasedClassify"
         return write_suite(result, dest, cases=cases, repeats=repeats, judge=judge)
 
 
 def _registry_yaml(path: Path, sources: Sources, what: str) -> Any:
-    import yaml  # type: ignore[import-untyped]
-
     text = sources.text(path, what)
     lfs_pointer(path, text)
-    try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise source_error(path, f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    return sources.yaml(path, text)
 
 
 def _rubric(spec: dict[str, Any], where: Path) -> tuple[str, str]:
@@ -185,9 +176,7 @@ def import_openai_evals_registry(
             )
         cls = entry["class"].rpartition(":")[2]
         args = entry.get("args") or {}
-        mapped: list[Note] = []
-        approximated: list[Note] = []
-        unsupported: list[Unsupported] = []
+        notes = ImportNotes()
         where = f"{path}: {name}"
         if cls not in EVAL_CLASSES:
             raise source_error(
@@ -210,25 +199,23 @@ def import_openai_evals_registry(
             if not isinstance(spec, dict):
                 raise source_error(spec_path, f"expected a modelgraded spec; got {shown(spec)}")
             check["rubric"], how = _rubric(spec, spec_path)
-            approximated.append(Note(f"modelgraded_spec {spec_name}", where, how))
+            notes.approximate(f"modelgraded_spec {spec_name}", where, how)
         else:
-            mapped.append(Note(f"class {cls}", where, f"{check['type']} check"))
+            notes.map(f"class {cls}", where, f"{check['type']} check")
         if "eval_type" in args:
-            approximated.append(
-                Note(
-                    f"args.eval_type {args['eval_type']}",
-                    where,
-                    "evalnb's judge explains briefly, then answers PASS or FAIL",
-                )
+            notes.approximate(
+                f"args.eval_type {args['eval_type']}",
+                where,
+                "evalnb's judge explains briefly, then answers PASS or FAIL",
             )
         for key in sorted(set(args) - {"samples_jsonl", "modelgraded_spec", "eval_type"}, key=str):
-            unsupported.append(Unsupported(f"args.{key}", where, "evalnb has no counterpart"))
+            notes.refuse(f"args.{key}", where, "evalnb has no counterpart")
         return import_openai_evals(
             samples_path,
             dest,
             eval_class=cls,
             repeats=repeats,
             check=check,
-            notes=(unsupported, mapped, approximated),
+            notes=notes,
             sources=sources,
         )

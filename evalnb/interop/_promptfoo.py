@@ -29,7 +29,8 @@ import regex
 
 from evalnb._exceptions import ArgumentError
 from evalnb._types import render_template
-from evalnb.interop._bounded import Limits, Sources, expanded_nodes
+from evalnb.cases import read_yaml, safe_loader
+from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._promptfoo_graders import (
     CODE,
     GRADERS,
@@ -41,9 +42,8 @@ from evalnb.interop._promptfoo_prompts import Prompts, globbed, provider_variant
 from evalnb.interop._records import csv_rows, lfs_pointer
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
+    ImportNotes,
     ImportResult,
-    Note,
-    Unsupported,
     parse_json,
     reading,
     source_error,
@@ -104,7 +104,7 @@ def _loader() -> Any:
     promptfoo (js-yaml) does, and keeps each mapping's line."""
     import yaml  # type: ignore[import-untyped]
 
-    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    class Loader(safe_loader()):  # type: ignore[misc]
         pass
 
     # promptfoo reads YAML 1.2 (js-yaml): only true/false are booleans, "Yes" is text.
@@ -125,31 +125,6 @@ def _loader() -> Any:
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     return Loader
-
-
-def _yaml(path: Path, text: str, budget: int) -> tuple[Any, int]:
-    """``(data, nodes)``: the YAML document in ``text`` and the nodes it expands to (each
-    alias counted as the nodes it repeats); past ``budget`` nodes no value is built and
-    the data is None."""
-    import yaml
-
-    loader = _loader()(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None, 0
-        # Without an "&" there is no anchor, so no alias: the nodes are a tree.
-        nodes = expanded_nodes(node, budget, str(path), aliases="&" in text)
-        return (loader.construct_document(node) if nodes <= budget else None), nodes
-    except (ValueError, OverflowError) as exc:  # a timestamp such as 2024-13-45
-        raise source_error(path, f"not valid YAML ({exc})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise source_error(Path(f"{path}{line}"), f"not valid YAML ({problem})") from None
-    finally:
-        loader.dispose()
 
 
 def _plain(value: Any) -> Any:
@@ -193,29 +168,23 @@ class _Importer:
     def __init__(self, path: Path, sources: Sources):
         self.path = path
         self.sources = sources
-        self.unsupported: list[Unsupported] = []
-        self.mapped: list[Note] = []
-        self.approximated: list[Note] = []
+        self.notes = ImportNotes()
         self.templates: dict[str, Any] = {}
         self.judge = False
         self.taken: set[str] = set()
         self.default_transforms: list[str] = []
         self.budget = sources.limits.yaml_nodes
 
-    def skip(self, name: str, where: str, reason: str) -> None:
-        self.unsupported.append(Unsupported(name, where, reason))
-
-    def approximate(self, name: str, where: str, how: str) -> None:
-        self.approximated.append(Note(name, where, how))
-
     def yaml(self, path: Path, text: str) -> Any:
         """The YAML in ``text``; its nodes come out of the budget the config shares with
         its test files and the cases list-valued vars make."""
-        data, nodes = _yaml(path, text, self.budget)
+        document = read_yaml(text, str(path), limit=self.budget, loader=_loader())
         self.spend(
-            nodes, str(path), "the YAML expands (each alias counted as the nodes it repeats)"
+            document.nodes,
+            str(path),
+            "the YAML expands (each alias counted as the nodes it repeats)",
         )
-        return data
+        return document.data
 
     def spend(self, nodes: int, where: str, what: str) -> None:
         """Take ``nodes`` from the budget; past it, ``what`` is the one-line error."""
@@ -252,7 +221,7 @@ class _Importer:
             raise source_error(self.path, f"{where}: an assertion needs a 'type'; got {raw!r}")
         kind, value = raw["type"], _plain(raw.get("value"))
         if kind not in MAPPED and kind not in GRADERS:
-            self.skip(kind, where, "no evalnb check expresses it")
+            self.notes.refuse(kind, where, "no evalnb check expresses it")
             return None
         own = raw.get("transform")
         if own is not None and not isinstance(own, str):
@@ -264,7 +233,9 @@ class _Importer:
             if kind in CODE:
                 ref, function = code_reference(value, kind)
                 if Path(ref).suffix != CODE[kind][0]:
-                    self.skip(kind, where, f"a {kind} grader file must end in {CODE[kind][0]}")
+                    self.notes.refuse(
+                        kind, where, f"a {kind} grader file must end in {CODE[kind][0]}"
+                    )
                     return None
                 code_file, value = self.read(ref, where)
                 function = function or CODE[kind][1]
@@ -276,27 +247,31 @@ class _Importer:
             try:
                 value = _fill(value, context)
             except ValueError as exc:
-                self.skip(kind, where, f"its value uses a template evalnb cannot fill ({exc})")
+                self.notes.refuse(
+                    kind, where, f"its value uses a template evalnb cannot fill ({exc})"
+                )
                 return None
         try:
             spec, how = self._mapped(kind, raw, value, function, transforms)
         except (TypeError, ValueError) as exc:
             raise source_error(self.path, f"{where}: {kind}: {exc}") from None
         if spec is None:
-            self.skip(kind, where, how)
+            self.notes.refuse(kind, where, how)
             return None
         if code_file is not None and spec.get("type") == "python_code":
             spec["file"] = code_file.name  # named when the run asks to trust it
         for key in sorted(set(raw) - _ASSERTION_KEYS, key=str):
-            self.skip(f"{kind}.{key}", where, "this assertion field has no evalnb counterpart")
+            self.notes.refuse(
+                f"{kind}.{key}", where, "this assertion field has no evalnb counterpart"
+            )
         if isinstance(raw.get("weight"), int | float) and raw["weight"] != 1:
-            self.approximate(
+            self.notes.approximate(
                 f"{kind}.weight", where, "evalnb reports each check's rate; weights are not applied"
             )
         if how:
-            self.approximate(kind, where, how)
+            self.notes.approximate(kind, where, how)
         else:
-            self.mapped.append(Note(kind, where, GRADERS.get(kind) or MAPPED[kind]))
+            self.notes.map(kind, where, GRADERS.get(kind) or MAPPED[kind])
         return spec
 
     def _mapped(
@@ -432,7 +407,7 @@ class _Importer:
     def _test_file(self, ref: str, where: str) -> list[tuple[str, Any]]:
         suffix = Path(ref).suffix
         if suffix not in _TEST_FILES:
-            self.skip(
+            self.notes.refuse(
                 f"tests {Path(ref).name}",
                 f"{self.path}: {where}",
                 "only CSV, JSON, JSONL and YAML test files are read (not generators)",
@@ -463,7 +438,7 @@ class _Importer:
                 elif column.startswith("__metadata:"):
                     test.setdefault("metadata", {})[column.removeprefix("__metadata:")] = cell
                 elif column.startswith("__"):
-                    self.skip(column, where, "this CSV column has no evalnb counterpart")
+                    self.notes.refuse(column, where, "this CSV column has no evalnb counterpart")
                 else:
                     test["vars"][column] = cell
             items.append((where, test))
@@ -495,12 +470,12 @@ class _Importer:
         if not isinstance(raw, dict):
             raise source_error(self.path, f"{where}: 'options' must be an object; got {raw!r}")
         for key in sorted(set(raw) - {"transform"}, key=str):
-            self.skip(f"options.{key}", where, "evalnb has no counterpart; left out")
+            self.notes.refuse(f"options.{key}", where, "evalnb has no counterpart; left out")
         transform = raw.get("transform")
         if transform is None:
             return []
         if not isinstance(transform, str) or transform.startswith("file://"):
-            self.skip(
+            self.notes.refuse(
                 "options.transform",
                 where,
                 f"only an inline JavaScript transform is applied; got {_plain(transform)!r}",
@@ -518,7 +493,7 @@ class _Importer:
         if not matches:
             raise source_error(self.path, f"{where}: the glob {ref!r} matches no file")
         texts = [self.read(f"file://{p.relative_to(base)}", where)[1] for p in matches]
-        self.mapped.append(Note("vars glob", where, f"{len(texts)} files, one case each"))
+        self.notes.map("vars glob", where, f"{len(texts)} files, one case each")
         return texts
 
     def case(self, n: int, where: str, test: Any, defaults_vars: dict[str, Any]) -> list[Any]:
@@ -533,7 +508,7 @@ class _Importer:
             )
         known = {"vars", "assert", "description", "metadata", "options"}
         for key in sorted(set(test) - known, key=str):
-            self.skip(f"test option {key!r}", where, "evalnb has no counterpart; left out")
+            self.notes.refuse(f"test option {key!r}", where, "evalnb has no counterpart; left out")
         transforms = self.options(test.get("options"), where) or self.default_transforms
         values = {}
         for key, value in raw_vars.items():
@@ -543,7 +518,9 @@ class _Importer:
         keys = list(values)
         empty = [key for key, value in values.items() if not value]
         if empty:
-            self.skip(f"test {n}", where, f"vars.{empty[0]} is an empty list: it makes no case")
+            self.notes.refuse(
+                f"test {n}", where, f"vars.{empty[0]} is an empty list: it makes no case"
+            )
             return []
         count = math.prod(len(v) for v in values.values())
         if count > 1:
@@ -561,14 +538,13 @@ class _Importer:
             if test.get("description"):
                 metadata["description"] = str(test["description"])
             case["metadata"] = metadata
-            before = len(self.unsupported), len(self.approximated)
+            before = self.notes.mark()
             checks = self.checks(
                 test.get("assert"), f"tests[{n - 1}]", context, set(self.taken), transforms
             )
             if j > 1:
                 # An expanded test's assertions are listed once, not once per case.
-                del self.unsupported[before[0] :]
-                del self.approximated[before[1] :]
+                self.notes.undo(before)
             if checks:
                 case["checks"] = checks
             cases.append(case)
@@ -638,7 +614,7 @@ def _import(
     derived = config.get("derivedMetrics")
     for i, metric in enumerate(derived if isinstance(derived, list) else [derived] * bool(derived)):
         name = metric.get("name") if isinstance(metric, dict) else None
-        importer.skip(
+        importer.notes.refuse(
             f"derivedMetrics {name or i}",
             f"{path}:{getattr(metric, 'line', '?')}: derivedMetrics[{i}]",
             "a formula over named scores is not a check: evalnb keeps each named check's "
@@ -656,7 +632,9 @@ def _import(
     if default:
         where = f"{path}:{getattr(default, 'line', '?')}"
         for key in sorted(set(default) - {"vars", "assert", "options"}, key=str):
-            importer.skip(f"defaultTest.{key}", where, "evalnb has no counterpart; left out")
+            importer.notes.refuse(
+                f"defaultTest.{key}", where, "evalnb has no counterpart; left out"
+            )
         importer.default_transforms = importer.options(default.get("options"), where)
         checks = importer.checks(
             default.get("assert"), "defaultTest", default_vars, taken, importer.default_transforms
@@ -667,9 +645,7 @@ def _import(
     cases = []
     for n, (where, test) in enumerate(importer.test_items(config.get("tests")), start=1):
         cases += importer.case(n, where, test, default_vars)
-    result = ImportResult("promptfoo", path, unsupported=importer.unsupported)
-    result.mapped, result.approximated = importer.mapped, importer.approximated
-    result.files = importer.sources.files
+    result = importer.notes.result("promptfoo", path, importer.sources.files)
     return write_suite(
         result,
         dest,

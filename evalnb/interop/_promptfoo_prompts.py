@@ -24,15 +24,12 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from evalnb._types import check_template
-from evalnb.interop._suite import Note, source_error
+from evalnb.interop._suite import ImportNotes, source_error
 
-if TYPE_CHECKING:
-    from evalnb.interop._promptfoo import _Importer
-
-__all__ = ["NUNJUCKS", "PARAMS", "PROTOCOLS", "Prompts", "globbed", "provider_variants"]
+__all__ = ["NUNJUCKS", "PARAMS", "PROTOCOLS", "Config", "Prompts", "globbed", "provider_variants"]
 
 #: Nunjucks filters Jinja2 lacks or names otherwise, and their Jinja2 form.
 NUNJUCKS = {
@@ -103,6 +100,18 @@ def _compile_reason(error: str) -> str:
     )
 
 
+class Config(Protocol):
+    """What reading prompts needs of a config's importer: where the config is, its
+    ledger, and its bounded reading of ``file://`` references."""
+
+    path: Path
+    notes: ImportNotes
+
+    def read(self, ref: str, at: str) -> tuple[Path, str]: ...
+
+    def data(self, file: Path, text: str) -> Any: ...
+
+
 def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "variant"
 
@@ -110,7 +119,7 @@ def _safe_name(name: str) -> str:
 class Prompts:
     """Reads a config's ``prompts`` for one importer."""
 
-    def __init__(self, importer: _Importer):
+    def __init__(self, importer: Config):
         self.importer = importer
         self.found: list[tuple[str | None, dict[str, str], str]] = []
 
@@ -127,7 +136,7 @@ class Prompts:
                 label = item.get("label") or item.get("id")
                 item = item.get("raw", item.get("id"))
             if not isinstance(item, str):
-                importer.skip("prompt", where, f"expected text or file://; got {item!r}")
+                importer.notes.refuse("prompt", where, f"expected text or file://; got {item!r}")
                 continue
             if item.startswith("file://"):
                 self.file(item, label, where)
@@ -139,11 +148,11 @@ class Prompts:
                 for text in parts.values():
                     check_template(text)
             except ValueError as exc:
-                importer.skip(f"prompt {n}", where, _compile_reason(str(exc)))
+                importer.notes.refuse(f"prompt {n}", where, _compile_reason(str(exc)))
                 continue
             variants.append({"name": _safe_name(str(label) if label else f"prompt-{n}"), **parts})
         if not variants:
-            refused = "; ".join(f"{u.name}: {u.reason}" for u in importer.unsupported[:5])
+            refused = "; ".join(f"{u.name}: {u.reason}" for u in importer.notes.unsupported[:5])
             raise source_error(importer.path, f"no prompt could be imported ({refused})")
         return variants
 
@@ -151,12 +160,10 @@ class Prompts:
         converted = {key: _jinja(text) for key, text in parts.items()}
         if converted != parts:
             filters = sorted(set(m[1] for t in parts.values() for m in _FILTER.finditer(t)))
-            self.importer.mapped.append(
-                Note(
-                    "nunjucks filter",
-                    where,
-                    ", ".join(f"{f} as {NUNJUCKS[f]}" for f in filters),
-                )
+            self.importer.notes.map(
+                "nunjucks filter",
+                where,
+                ", ".join(f"{f} as {NUNJUCKS[f]}" for f in filters),
             )
         self.found.append((label, converted, where))
 
@@ -183,7 +190,7 @@ class Prompts:
             base = importer.path.parent
             matches = globbed(base, ref, where)
             if not matches:
-                importer.skip(f"prompt {pattern}", where, "the glob matches no file")
+                importer.notes.refuse(f"prompt {pattern}", where, "the glob matches no file")
             for path in matches:
                 self.file(f"file://{path.relative_to(base)}", None, where)
             return
@@ -193,7 +200,7 @@ class Prompts:
             self.chat_file(file, text, label, where)
             return
         if suffix not in _TEXT_FILES:
-            importer.skip(
+            importer.notes.refuse(
                 f"prompt {Path(pattern).name}",
                 where,
                 "a prompt function (.py, .js) runs code; evalnb takes text and chat prompts",
@@ -226,7 +233,9 @@ class Prompts:
         if not isinstance(messages, list) or not all(
             isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages
         ):
-            importer.skip("chat prompt", where, "expected a list of messages with text 'content'")
+            importer.notes.refuse(
+                "chat prompt", where, "expected a list of messages with text 'content'"
+            )
             return
         roles = [m.get("role") for m in messages]
         if roles == ["system", "user"]:
@@ -234,13 +243,13 @@ class Prompts:
         elif roles == ["user"]:
             parts = {"template": messages[0]["content"]}
         else:
-            importer.skip(
+            importer.notes.refuse(
                 "chat prompt",
                 where,
                 f"roles {roles}: an evalnb variant sets one system and one user message",
             )
             return
-        importer.mapped.append(Note("chat prompt", where, "system and template of a variant"))
+        importer.notes.map("chat prompt", where, "system and template of a variant")
         self.add(label, parts, where)
 
 
@@ -249,7 +258,7 @@ def _plain_data(value: Any) -> Any:
 
 
 def _provider(
-    importer: _Importer, raw: Any, where: str
+    importer: Config, raw: Any, where: str
 ) -> tuple[str, dict[str, Any], dict[str, Any] | None] | None:
     """``(name, params, target)`` of one provider entry, or None (listed as refused)."""
     if isinstance(raw, dict) and len(raw) == 1 and "id" not in raw:
@@ -258,38 +267,44 @@ def _provider(
     if isinstance(raw, str):
         raw = {"id": raw}
     if not isinstance(raw, dict) or not isinstance(raw.get("id") or raw.get("label"), str):
-        importer.skip("provider", where, f"expected an id or {{id, label, config}}; got {raw!r}")
+        importer.notes.refuse(
+            "provider", where, f"expected an id or {{id, label, config}}; got {raw!r}"
+        )
         return None
     pid = str(raw.get("id") or raw.get("label"))
     if pid.startswith(("file://", "exec:", "python:")):
-        importer.skip(f"provider {pid}", where, "a provider that runs code is not a variant")
+        importer.notes.refuse(
+            f"provider {pid}", where, "a provider that runs code is not a variant"
+        )
         return None
     config = raw.get("config") or {}
     if not isinstance(config, dict):
-        importer.skip(f"provider {pid}", where, f"'config' must be an object; got {config!r}")
+        importer.notes.refuse(
+            f"provider {pid}", where, f"'config' must be an object; got {config!r}"
+        )
         return None
     params = {PARAMS[k]: _plain_data(v) for k, v in config.items() if k in PARAMS}
     target = _target(pid, config)
     native = {"apiHost", "apiBaseUrl", "region"} if target else set()
     left = sorted(k for k in config if k not in PARAMS and k not in native)
     if left:
-        importer.skip(f"provider {pid} config", where, f"{', '.join(left)}: not request parameters")
+        importer.notes.refuse(
+            f"provider {pid} config", where, f"{', '.join(left)}: not request parameters"
+        )
     if target is not None:
         how = f"the variant's target: {target['type']} {target['model']!r}"
         if target["type"] == "gemini" and pid.startswith("vertex:"):
             how += " through the Gemini API (generativelanguage), not Vertex AI"
-        importer.mapped.append(Note(f"provider {pid}", where, how))
+        importer.notes.map(f"provider {pid}", where, how)
     else:
         model = pid.split(":")[-1]
         prefix = next((p for p in PROTOCOLS if pid.startswith(p)), None)
         unset = f" ({' or '.join(PROTOCOLS[prefix][1])} not set)" if prefix else ""
-        importer.approximated.append(
-            Note(
-                f"provider {pid}",
-                where,
-                f"a variant with its parameters; the model is the run's (--model), not "
-                f"{model!r}{unset}",
-            )
+        importer.notes.approximate(
+            f"provider {pid}",
+            where,
+            f"a variant with its parameters; the model is the run's (--model), not "
+            f"{model!r}{unset}",
         )
     return str(raw.get("label") or pid), params, target
 
@@ -326,7 +341,7 @@ def _target(pid: str, config: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def provider_variants(
-    importer: _Importer, prompts: list[dict[str, Any]], raw: Any
+    importer: Config, prompts: list[dict[str, Any]], raw: Any
 ) -> list[dict[str, Any]]:
     """Every provider x prompt as a variant (see the module)."""
     items = raw if isinstance(raw, list) else ([raw] if raw else [])

@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evalnb._types import text_of
 from evalnb.interop._bounded import Sources
-from evalnb.interop._suite import LFS_HEADER, Unsupported, parse_json, source_error
+from evalnb.interop._suite import LFS_HEADER, ImportNotes, parse_json, source_error
 
-__all__ = ["Images", "csv_rows", "lfs_pointer", "messages", "records", "text_of"]
+__all__ = ["Images", "csv_rows", "lfs_pointer", "messages", "records"]
 
 
 def records(path: Path, kind: str, sources: Sources) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -79,17 +80,6 @@ def csv_rows(reader: csv.DictReader[str], path: Path) -> Iterator[dict[str, Any]
         yield row
 
 
-def text_of(content: Any) -> str | None:
-    """A message's text: a string, or the text parts of a content list (None: not text)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        if parts and all(isinstance(p, str) for p in parts):
-            return "".join(str(p) for p in parts)
-    return None
-
-
 class Images:
     """Inspect's image parts as OpenAI ``image_url`` parts: a data or http(s) URL is kept,
     a file (relative to the dataset) is read within the caps and inlined as a data URL."""
@@ -126,7 +116,7 @@ class Images:
 def _content(content: Any, where: str, images: Images | None) -> Any:
     """A message's content as evalnb sends it: text, or text and image parts; None when
     it holds parts evalnb cannot send."""
-    text = text_of(content)
+    text = text_of(content, sep="", strict=True)
     if text is not None:
         return text
     if images is None or not isinstance(content, list):
@@ -146,7 +136,7 @@ def _content(content: Any, where: str, images: Images | None) -> Any:
 
 
 def messages(
-    value: Any, where: str, unsupported: list[Unsupported], *, images: Images | None = None
+    value: Any, where: str, notes: ImportNotes, *, images: Images | None = None
 ) -> list[dict[str, Any]] | None:
     """Chat messages as evalnb keeps them (role, content, name); None when a message holds
     parts evalnb cannot send (images too, unless ``images`` reads them)."""
@@ -159,7 +149,7 @@ def messages(
         content = _content(message.get("content"), where, images)
         if content is None:
             what = "audio, video or other media" if images else "images or other media"
-            unsupported.append(Unsupported("non-text message", where, f"input[{i}] holds {what}"))
+            notes.refuse("non-text message", where, f"input[{i}] holds {what}")
             return None
         kept = {"role": message["role"], "content": content}
         if isinstance(message.get("name"), str):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import Any
 from evalnb import store
 from evalnb._evidence import normalise_answer
 from evalnb._types import Case, CheckResult, Sample, Variant
-from evalnb.interop._suite import RECORD, ImportResult, Note, undone_on_error
+from evalnb.interop._suite import ImportResult, Note, undone_on_error
 
 __all__ = ["ImportedRun", "status_of"]
 
@@ -151,13 +150,12 @@ class ImportedRun:
                     **provenance,
                 },
             )
-            store.write_json_atomic(run_dir / "manifest.json", manifest)
+            store.write_json_atomic(store.manifest_path(run_dir), manifest)
             writer = store.RunWriter(run_dir)
             writer.write_cases(cases)
             writer.write(
                 [s for s, _ in self.rows], [(s, r) for s, checks in self.rows for r in checks]
             )
             result.written.append(run_dir)
-            record = json.dumps(result.record(), indent=2) + "\n"
-            (run_dir / RECORD).write_text(record, encoding="utf-8")
+            store.write_import_record(run_dir, result.record())
         return result

@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalnb import store
 from evalnb._exceptions import CasesError
-from evalnb.cases._experiment import load_experiment
-from evalnb.cases._files import file_sha256, load_cases
+from evalnb.cases import file_sha256, load_cases, load_experiment
 from evalnb.interop._bounded import Sources
 
 __all__ = [
     "LFS_HEADER",
+    "ImportNotes",
     "ImportResult",
     "Note",
     "Unsupported",
@@ -41,7 +42,7 @@ _SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 LFS_HEADER = "version https://git-lfs.github.com/spec/v1"
 
 #: The file beside the imported suite (or in the run directory) that lists what came in.
-RECORD = "imported.json"
+RECORD = store.IMPORTED
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,54 @@ class Note:
 
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "where": self.where, "how": self.how}
+
+
+@dataclass
+class ImportNotes:
+    """The ledger of one import, kept by every importer: what came in as its evalnb
+    counterpart (``mapped``), as something close (``approximated``, ``how`` says what
+    differs) and what was refused (``unsupported``, ``reason`` says why), in order.
+
+    >>> notes = ImportNotes()
+    >>> notes.refuse("assert python", "promptfooconfig.yaml:7", "code is not run on import")
+    >>> notes.result("promptfoo", Path("promptfooconfig.yaml")).refusals()
+    'refused: assert python (code is not run on import)'
+    """
+
+    unsupported: list[Unsupported] = field(default_factory=list)
+    mapped: list[Note] = field(default_factory=list)
+    approximated: list[Note] = field(default_factory=list)
+
+    def refuse(self, name: str, where: str, reason: str) -> None:
+        self.unsupported.append(Unsupported(name, where, reason))
+
+    def map(self, name: str, where: str, how: str) -> None:
+        self.mapped.append(Note(name, where, how))
+
+    def approximate(self, name: str, where: str, how: str) -> None:
+        self.approximated.append(Note(name, where, how))
+
+    def mark(self) -> tuple[int, int]:
+        """Where the refusals and approximations stand, for :meth:`undo`."""
+        return len(self.unsupported), len(self.approximated)
+
+    def undo(self, mark: tuple[int, int]) -> None:
+        """Forget the refusals and approximations noted since ``mark`` (a repeat of ones
+        already kept); mapped notes stay, as ``imported.json`` counts each."""
+        del self.unsupported[mark[0] :], self.approximated[mark[1] :]
+
+    def result(
+        self, format: str, source: Path, files: list[dict[str, Any]] | None = None
+    ) -> ImportResult:
+        """The :class:`ImportResult` of this import, its notes and the files it read."""
+        return ImportResult(
+            format,
+            source,
+            unsupported=self.unsupported,
+            files=files if files is not None else [],
+            mapped=self.mapped,
+            approximated=self.approximated,
+        )
 
 
 def _grouped(notes: list[Note]) -> list[dict[str, Any]]:
@@ -307,14 +356,13 @@ def write_suite(
         except CasesError as exc:  # a gap in the importer: still one line naming the source
             message = f"imports as a suite evalnb cannot run ({exc})"
             raise source_error(result.source, message) from None
-        result.written += [cases_path, experiment_path, dest / RECORD]
+        result.written += [cases_path, experiment_path, store.imported_path(dest)]
         result.counts = {"cases": len(cases), "variants": len(variants) if variants else 1}
         default_checks = bool(defaults and defaults.get("checks"))
         result.unchecked = [
             str(c.get("id")) for c in cases if not c.get("checks") and not default_checks
         ]
-        record = json.dumps(result.record(), indent=2) + "\n"
-        (dest / RECORD).write_text(record, encoding="utf-8")
+        store.write_import_record(dest, result.record())
     return result
 
 

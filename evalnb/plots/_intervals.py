@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from evalnb._exceptions import ArgumentError
-from evalnb.analysis._suite import suite_rate
+from evalnb.analysis import suite_rate
 from evalnb.plots import _base
 
 __all__ = ["plot_intervals"]

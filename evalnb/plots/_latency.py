@@ -12,9 +12,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from evalnb._exceptions import ArgumentError
-from evalnb.analysis import _args
-from evalnb.analysis._frames import Run
-from evalnb.analysis._latency import latency, latency_samples
+from evalnb.analysis import Run, _args, latency
+from evalnb.analysis._latency import latency_samples
 from evalnb.plots import _base
 
 __all__ = ["plot_latency"]

@@ -1,7 +1,9 @@
-"""The run report: conclusions first, as terminal text, Markdown, HTML or JUnit."""
+"""The run report: conclusions first, one :class:`Report` shown as terminal text, Markdown
+or HTML (JUnit: ``evalnb ci``)."""
 
-from evalnb.report._render import (
-    markdown_table,
+from evalnb.report._render import markdown_table
+from evalnb.report._report import (
+    Report,
     render_history,
     render_report,
     report_html,
@@ -10,6 +12,7 @@ from evalnb.report._render import (
 )
 
 __all__ = [
+    "Report",
     "markdown_table",
     "render_history",
     "render_report",

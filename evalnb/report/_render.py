@@ -1,5 +1,6 @@
-"""The run report: rates, suite rate, comparison and latency, as terminal text, HTML or
-Markdown (a CI job's summary page, e.g. ``$GITHUB_STEP_SUMMARY``).
+"""The run report's sections (rates, suite rate, comparison and latency) and the three forms
+they are written in: terminal text, HTML, or Markdown (a CI job's summary page, e.g.
+``$GITHUB_STEP_SUMMARY``).
 
 The report never shows raw answers, prompts or model output: only ids, names, counts
 and statistics. Text and HTML are rendered from the same sections; the HTML page also
@@ -25,30 +26,25 @@ from typing import Any
 import pandas as pd
 
 from evalnb._prices import Prices
-from evalnb.analysis import _args
+from evalnb.analysis import (
+    Run,
+    _args,
+    agreement,
+    compare,
+    compare_cases,
+    costs,
+    latency,
+    rates,
+    suite_rate,
+)
 from evalnb.analysis import _display as display
-from evalnb.analysis._agreement import agreement
-from evalnb.analysis._compare import compare, compare_cases
-from evalnb.analysis._cost import costs
 from evalnb.analysis._flaky import case_verdicts
 from evalnb.analysis._format import interval_text, number, share, signed, text_table
-from evalnb.analysis._frames import Run
-from evalnb.analysis._history import history
-from evalnb.analysis._latency import latency
-from evalnb.analysis._rates import rates
 from evalnb.analysis._sequence import is_sequential
 from evalnb.analysis._story import p_phrase, story
-from evalnb.analysis._suite import suite_rate
 from evalnb.analysis._tally import ALL
 
-__all__ = [
-    "markdown_table",
-    "render_history",
-    "render_report",
-    "report_html",
-    "report_markdown",
-    "report_text",
-]
+__all__ = ["Section", "markdown_table"]
 
 #: Per-case rows shown before the rest is summarised.
 MAX_CASES = 100
@@ -89,73 +85,17 @@ def _verdicts_section(sections: list[Section]) -> Section:
     return Section("Verdicts", pd.DataFrame(), lines=lines)
 
 
-def report_text(
-    run: Run, *, baseline: str | None = None, check: str = ALL, level: float = 0.95
-) -> str:
-    """The report as plain text for a terminal.
-
-    ``baseline`` is the variant the others are compared with (default: the first);
-    ``check`` is the check the suite rate, per-case table and comparison use.
-    """
-    return render_report(run, baseline=baseline, check=check, level=level)[0]
-
-
-def report_html(
-    run: Run, *, baseline: str | None = None, check: str = ALL, level: float = 0.95
-) -> str:
-    """The same report as one self-contained HTML page (no scripts, no external files)."""
-    title, sections = _sections(run, baseline=baseline, check=check, level=level)
-    return _html(title, sections)
-
-
-def render_report(
-    run: Run,
-    *,
-    baseline: str | None = None,
-    check: str = ALL,
-    level: float = 0.95,
-    html: bool = False,
-    markdown: bool = False,
-    prices: Prices | str | os.PathLike[str] | None = None,
-    processes: int = 1,
-) -> tuple[str, str | None]:
-    """The text report (Markdown with ``markdown=True``) and, with ``html=True``, the HTML
-    page, from one analysis of ``run``; with ``prices`` (a price table file or mapping) it
-    has a section on what the run cost.
-
-    ``evalnb report --html`` needs both: this computes the sections once for the two. With
-    ``processes`` > 1 (on Linux) the page's figures are drawn in that many forked processes
-    at once: what ``evalnb report`` does, in a process of its own. Never from a process with
-    threads of its own (a notebook kernel): a forked copy of it may deadlock.
-    """
-    title, sections = _sections(run, baseline=baseline, check=check, level=level)
-    if prices is not None:
-        sections.append(_cost_section(run, prices))
-    text = (_markdown if markdown else _text)(title, sections)
-    return text, (_html(title, sections, processes) if html else None)
-
-
-def render_history(
-    runs: Any,
-    *,
-    check: str = ALL,
-    level: float = 0.95,
-    prices: Prices | str | os.PathLike[str] | None = None,
-    html: bool = False,
-    markdown: bool = False,
-) -> tuple[str, str | None]:
-    """The history of ``runs`` (a folder of runs, or run directories; see
-    :func:`evalnb.history`) as text (Markdown with ``markdown=True``) and, with
-    ``html=True``, an HTML page with :func:`evalnb.plot_history`'s figure."""
-    frame = history(runs, check=check, level=level, prices=prices)
-    section = _history_section(frame, prices is not None)
-    title = (
-        f"evalnb history: {frame['path'].nunique()} runs, "
-        f"{frame['started_at'].min():%Y-%m-%d} to {frame['started_at'].max():%Y-%m-%d}; "
-        f"check '{check}'"
-    )
-    text = (_markdown if markdown else _text)(title, [section])
-    return text, (_html(title, [section]) if html else None)
+def _rate_columns(frame: pd.DataFrame, level: float, n: str | None = "n") -> dict[str, Any]:
+    """The columns every rate table shows: ``passed`` (``k`` of the ``n`` column; none
+    when ``n`` is None), ``rate`` and its ``interval`` at ``level``."""
+    columns: dict[str, Any] = {}
+    if n is not None:
+        columns["passed"] = [share(k, m) for k, m in zip(frame["k"], frame[n], strict=True)]
+    columns["rate"] = frame["estimate"].map(number)
+    columns["interval"] = [
+        interval_text(lo, hi, level) for lo, hi in zip(frame["low"], frame["high"], strict=True)
+    ]
+    return columns
 
 
 def _history_section(frame: pd.DataFrame, priced: bool) -> Section:
@@ -169,11 +109,7 @@ def _history_section(frame: pd.DataFrame, priced: bool) -> Section:
             "model": frame["model"].astype(str),
             "cases": frame["cases"].map(lambda v: "" if pd.isna(v) else f"{v:g}"),
             "repeats": frame["repeats"].map(lambda v: "" if pd.isna(v) else f"{v:.3g}"),
-            "rate": frame["estimate"].map(number),
-            "interval": [
-                interval_text(lo, hi, level)
-                for lo, hi in zip(frame["low"], frame["high"], strict=True)
-            ],
+            **_rate_columns(frame, level, n=None),
             "vs previous": [
                 "" if pd.isna(d) else f"{signed(d)} ({interval_text(lo, hi, level)})"
                 for d, lo, hi in zip(
@@ -209,17 +145,6 @@ def _text(title: str, sections: list[Section]) -> str:
             lines.append(text_table(section.table))
         lines += [f"note: {note}" for note in section.notes]
     return "\n".join(lines) + "\n"
-
-
-def report_markdown(
-    run: Run, *, baseline: str | None = None, check: str = ALL, level: float = 0.95
-) -> str:
-    """The report as GitHub-flavoured Markdown: a heading and a table per section.
-
-    The same sections as :func:`report_text`; fit for ``$GITHUB_STEP_SUMMARY``.
-    """
-    title, sections = _sections(run, baseline=baseline, check=check, level=level)
-    return _markdown(title, sections)
 
 
 def _markdown(title: str, sections: list[Section]) -> str:
@@ -431,12 +356,7 @@ def _suite_section(run: Run, check: str, level: float) -> Section:
             **{k: suite[k].astype(str) for k in by},
             "cases": suite["cases"].astype(str),
             "repeats": suite["repeats"].map(lambda v: f"{v:.3g}"),
-            "passed": [share(k, n) for k, n in zip(suite["k"], suite["samples"], strict=True)],
-            "rate": suite["estimate"].map(number),
-            "interval": [
-                interval_text(lo, hi, level)
-                for lo, hi in zip(suite["low"], suite["high"], strict=True)
-            ],
+            **_rate_columns(suite, level, n="samples"),
             "se": suite["se"].map(number),
             "design effect": suite["design_effect"].map(lambda v: number(v, 2)),
             "basis": suite["basis"],
@@ -463,12 +383,7 @@ def _checks_section(run: Run, level: float) -> Section:
         {
             "check": table["check"].astype(str),
             "variant": table["variant"].astype(str),
-            "passed": [share(k, n) for k, n in zip(table["k"], table["n"], strict=True)],
-            "rate": table["estimate"].map(number),
-            "interval": [
-                interval_text(lo, hi, level)
-                for lo, hi in zip(table["low"], table["high"], strict=True)
-            ],
+            **_rate_columns(table, level),
             "unscored": table["unscored"].astype(str),
             "incomplete": table["incomplete"].astype(str),
         }

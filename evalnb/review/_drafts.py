@@ -22,9 +22,9 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
+
+from evalnb.store import drafts_path, write_atomic
 
 try:
     import fcntl
@@ -44,7 +44,7 @@ class DraftBook:
     def __init__(self, run_dir: str | os.PathLike[str], annotator: str):
         slug = re.sub(r"[^A-Za-z0-9_.-]", "_", annotator)[:40]
         digest = hashlib.sha256(annotator.encode()).hexdigest()[:8]
-        self.path = Path(run_dir) / "verdicts" / f"drafts-{slug}-{digest}.json"
+        self.path = drafts_path(run_dir, slug, digest)
         self._drafts = self._read()
         #: This book's changes not yet merged into the file: a draft, or None (dropped).
         self._changes: dict[str, str | None] = {}
@@ -91,17 +91,7 @@ class DraftBook:
                     merged.pop(name, None)
                 else:
                     merged[name] = text
-            fd, temporary = tempfile.mkstemp(
-                prefix=f".{self.path.name}.", suffix=".tmp", dir=folder
-            )
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    out.write(json.dumps(merged, ensure_ascii=False))
-                os.replace(temporary, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
+            write_atomic(self.path, json.dumps(merged, ensure_ascii=False))
         self._drafts = merged
         self._changes = {}
 

@@ -1,5 +1,5 @@
-"""``run`` is ``arun`` made blocking: its own event loop on a worker thread, so it also runs
-where a loop already does (Jupyter), and Ctrl-C said in Python terms.
+"""``run`` is ``arun`` made blocking, ``score`` ``ascore``: its own event loop on a worker
+thread, so it also runs where a loop already does (Jupyter), and Ctrl-C said in Python terms.
 
 >>> run = blocking(arun)  # the same parameters, annotations and docstring as arun
 """
@@ -7,17 +7,18 @@ where a loop already does (Jupyter), and Ctrl-C said in Python terms.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, ParamSpec, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from evalnb import store
 from evalnb._sync import run_sync
-from evalnb.runner._result import RunResult
 
 __all__ = ["RunInterrupted", "blocking"]
 
 P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -41,16 +42,21 @@ class RunInterrupted(KeyboardInterrupt):
         return [f"\x1b[0;31mRunInterrupted\x1b[0m: {self}"]
 
 
-def blocking(arun: Callable[P, Coroutine[Any, Any, RunResult]]) -> Callable[P, RunResult]:
-    """``arun`` as a blocking function with its signature and docstring.
+def blocking(afunction: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """``afunction`` as a blocking function with its signature and docstring, named without
+    its leading ``a`` (``arun`` becomes ``run``, ``ascore`` ``score``).
 
-    A Ctrl-C once the run directory exists becomes :class:`RunInterrupted`, which says
-    where to resume, unless the call came from the command line (``command=``), which
-    says it in its own terms.
+    For a function that reports its run directory (an ``on_start`` parameter, as ``arun``
+    has), a Ctrl-C once that directory exists becomes :class:`RunInterrupted`, which says
+    where to resume, unless the call came from the command line (``command=``), which says
+    it in its own terms.
     """
+    reports = "on_start" in inspect.signature(afunction).parameters
 
-    @functools.wraps(arun, assigned=("__module__", "__doc__"))
-    def run(*args: P.args, **kwargs: P.kwargs) -> RunResult:
+    @functools.wraps(afunction, assigned=("__module__", "__doc__"))
+    def blocked(*args: P.args, **kwargs: P.kwargs) -> T:
+        if not reports:
+            return run_sync(afunction(*args, **kwargs))
         started: list[Path] = []
         on_start = cast("Callable[[Path], None] | None", kwargs.get("on_start"))
 
@@ -61,13 +67,12 @@ def blocking(arun: Callable[P, Coroutine[Any, Any, RunResult]]) -> Callable[P, R
 
         kwargs["on_start"] = starting
         try:
-            result: RunResult = run_sync(arun(*args, **kwargs))
+            return run_sync(afunction(*args, **kwargs))
         except KeyboardInterrupt as exc:
             if kwargs.get("command") is not None or not started or isinstance(exc, RunInterrupted):
                 raise
             raise RunInterrupted(started[0]) from None
-        return result
 
-    # A module-level name, as before: reprs say ``run`` and the function pickles.
-    run.__qualname__ = "run"
-    return run
+    # A module-level name, as the module binds it: reprs say ``run`` and the function pickles.
+    blocked.__name__ = blocked.__qualname__ = afunction.__name__.removeprefix("a")
+    return blocked

@@ -13,11 +13,8 @@ from typing import Any
 
 from evalnb._exceptions import ArgumentError
 from evalnb.cases import JudgeSpec
-from evalnb.checks import Check
-from evalnb.checks._judge import JUDGE
-from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
-from evalnb.targets import AzureOpenAIChat, CountingTarget, OpenAIChat
-from evalnb.targets._embeddings import OpenAIEmbeddings
+from evalnb.checks import EMBEDDINGS, EMBEDDINGS_URL_ENV, JUDGE, Check
+from evalnb.targets import AzureOpenAIChat, CountingTarget, OpenAIChat, OpenAIEmbeddings
 
 __all__ = ["embeddings_of", "judge_target", "judging", "require_judge"]
 

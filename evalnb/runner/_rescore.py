@@ -14,7 +14,6 @@ from typing import Any
 
 from evalnb import store
 from evalnb._exceptions import ArgumentError, CasesError, StoreError
-from evalnb._sync import run_sync
 from evalnb._types import Action, Case, Sample, ToolCall
 from evalnb.cases import cases_from_manifest, file_sha256, load_cases
 from evalnb.checks import (
@@ -25,6 +24,7 @@ from evalnb.checks import (
     checks_for,
     require_trust,
 )
+from evalnb.runner._blocking import blocking
 from evalnb.runner._judging import judging, require_judge
 from evalnb.targets import Target
 
@@ -54,7 +54,32 @@ async def ascore(
     partial: bool = False,
     trust_code: bool = False,
 ) -> str:
-    """Async form of :func:`score`, with the same parameters."""
+    """Recompute the checks of a stored run, without calling the target, into
+    ``scores/<label>/`` beside the earlier results; return the label.
+
+    A scoring covers every sample of a complete run. A run still being written is refused
+    (its lock is held); an interrupted one too, unless ``partial=True``: such a scoring is
+    labelled partial and :func:`evalnb.load` reads it only when asked for by label.
+
+    Parameters:
+        run_dir: the run directory.
+        cases: a cases file or :class:`Case` objects whose checks to use; default: the
+            case definitions in the manifest. Their checks are rebuilt, a ``python`` check
+            by its import path; one that cannot be (a lambda given at run time) is an
+            error naming it, unless ``checks`` gives a check of that name again. The
+            checks the run gave every case are rebuilt the same way and kept.
+        checks: checks added to every case; one named like a case's check (or one the
+            run gave every case) takes its place.
+        label: the scoring's name (letters, digits, ``-``, ``_``, ``.``); default
+            ``score-<time>``. An existing label is refused.
+        judge: the target that answers ``judge`` checks.
+
+    ``evalnb.load`` reads the newest scoring unless told another (``scoring="run"``).
+    ``score`` is this function made blocking: ``score = blocking(ascore)``.
+
+    >>> score("runs/shop", cases="data/cases/shop-stricter.jsonl", label="stricter")
+    'stricter'
+    """
     run_dir = store.run_path(run_dir)
     store.read_manifest(run_dir)  # not a run: say so before taking its lock
     # Mistakes in the arguments are said before the lock is taken (nothing is touched).
@@ -104,7 +129,7 @@ async def _score_locked(
         raise ArgumentError(
             f"'label' must use letters, digits, '-', '_' or '.' and not be 'run'; got {label!r}"
         )
-    folder = run_dir / "scores" / label
+    folder = store.scoring_path(run_dir, label)
     if folder.exists():
         raise StoreError(
             f"{folder}: a scoring labelled {label!r} exists already; choose a new label"
@@ -122,7 +147,7 @@ async def _score_locked(
     missing = sorted({s.case_id for s in samples} - set(by_id))
     if missing:
         raise CasesError(f"the cases given lack ids the run has: {', '.join(missing)}")
-    (run_dir / "scores").mkdir(mode=0o700, exist_ok=True)
+    folder.parent.mkdir(mode=0o700, exist_ok=True)
     folder.mkdir(mode=0o700)
     writer = store.RunWriter(run_dir)
     async with judging(judge):
@@ -136,7 +161,7 @@ async def _score_locked(
         if batch:
             writer.write_checks(folder, batch)
     store.write_json_atomic(
-        folder / "scoring.json",
+        folder / store.SCORING,
         {
             "created_at": dt.datetime.now(dt.UTC).isoformat(),
             **source,
@@ -151,51 +176,4 @@ async def _score_locked(
     return label
 
 
-def score(
-    run_dir: str | os.PathLike[str],
-    *,
-    cases: Sequence[Case] | str | os.PathLike[str] | None = None,
-    checks: Iterable[CheckSpec] = (),
-    label: str | None = None,
-    judge: Target | None = None,
-    partial: bool = False,
-    trust_code: bool = False,
-) -> str:
-    """Recompute the checks of a stored run, without calling the target, into
-    ``scores/<label>/`` beside the earlier results; return the label.
-
-    A scoring covers every sample of a complete run. A run still being written is refused
-    (its lock is held); an interrupted one too, unless ``partial=True``: such a scoring is
-    labelled partial and :func:`evalnb.load` reads it only when asked for by label.
-
-    Parameters:
-        run_dir: the run directory.
-        cases: a cases file or :class:`Case` objects whose checks to use; default: the
-            case definitions in the manifest. Their checks are rebuilt, a ``python`` check
-            by its import path; one that cannot be (a lambda given at run time) is an
-            error naming it, unless ``checks`` gives a check of that name again. The
-            checks the run gave every case are rebuilt the same way and kept.
-        checks: checks added to every case; one named like a case's check (or one the
-            run gave every case) takes its place.
-        label: the scoring's name (letters, digits, ``-``, ``_``, ``.``); default
-            ``score-<time>``. An existing label is refused.
-        judge: the target that answers ``judge`` checks.
-        trust_code: run the Python graders the run's suite carries (out of process,
-            bounded); a run directory from elsewhere is asked about like any suite.
-
-    ``evalnb.load`` reads the newest scoring unless told another (``scoring="run"``).
-
-    >>> score("runs/shop", cases="data/cases/shop-stricter.jsonl", label="stricter")
-    'stricter'
-    """
-    return run_sync(
-        ascore(
-            run_dir,
-            cases=cases,
-            checks=checks,
-            label=label,
-            judge=judge,
-            partial=partial,
-            trust_code=trust_code,
-        )
-    )
+score = blocking(ascore)

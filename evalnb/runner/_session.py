@@ -36,7 +36,7 @@ from evalnb._exceptions import ArgumentError, StoreError, TargetError
 from evalnb._numbers import is_whole
 from evalnb._prices import Prices
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
-from evalnb.cases import IMPORTED, ORDERS, JudgeSpec, RunDesign
+from evalnb.cases import ORDERS, JudgeSpec, RunDesign
 from evalnb.checks import Check, CheckSpec, arun_checks, checks_for, require_trust
 from evalnb.runner._blocking import blocking
 from evalnb.runner._budget import Budget
@@ -389,7 +389,7 @@ class _Session:
                 stack.callback(opened.sharded.close)
                 opened.manifest.setdefault("clusters", []).append(opened.sharded.record())
             opened.manifest["status"] = "running"
-            store.write_json_atomic(path / "manifest.json", opened.manifest)
+            store.write_json_atomic(store.manifest_path(path), opened.manifest)
             yield opened
 
     def directory(self, out: str | os.PathLike[str] | None, resume: bool, overwrite: bool) -> Path:
@@ -401,7 +401,7 @@ class _Session:
         if overwrite and resume:
             raise ArgumentError("'overwrite' and 'resume' exclude each other; got both True")
         if not resume and (path.exists() or path.is_symlink()):
-            if not (path / "manifest.json").is_file():
+            if not store.is_run_dir(path):
                 # Only a run is ever moved aside: any other folder is the user's.
                 raise StoreError(
                     f"{path}: output directory already exists and is not a run; choose "
@@ -425,7 +425,7 @@ class _Session:
         # Shards an earlier driver left running can commit no more.
         fence = store.fence_shards(path, create=self.cluster is not None)
         manifest = store.read_manifest(path)
-        self.design.same_run(manifest, f"{path}/manifest.json")
+        self.design.same_run(manifest, str(store.manifest_path(path)))
         if not any((path / "cases").glob("part-*.parquet")):
             # Killed before it wrote them, or older.
             store.RunWriter(path).write_cases(self.design.cases)
@@ -452,7 +452,7 @@ class _Session:
             manifest["until"] = start_record(self.watch.rule, self.watch.drawn)
         # Written before the target is probed (which may take its whole timeout), so a
         # kill at any moment leaves a run that --resume can finish.
-        store.write_json_atomic(path / "manifest.json", manifest)
+        store.write_json_atomic(store.manifest_path(path), manifest)
         store.RunWriter(path).write_cases(self.design.cases)
         _keep_import_record(self.design.cases_file, path)
         return _Opened(path, path.name, manifest, set(), resumed=False, fence=fence)
@@ -534,7 +534,7 @@ class _Session:
         if self.watch is not None:
             manifest["until"] = self.watch.record(self._stopped(status))
         _end_cache(manifest, self.cached)
-        store.write_json_atomic(opened.path / "manifest.json", manifest)
+        store.write_json_atomic(store.manifest_path(opened.path), manifest)
 
     def _stopped(self, status: str) -> str:
         """Why a run with a stopping rule ended: ``decided``, ``budget``, ``cases`` (every
@@ -744,7 +744,7 @@ def _keep_import_record(cases_file: Mapping[str, Any] | None, path: Path) -> Non
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or not JSON
         print(f"evalnb: {record['path']}: not kept in the run ({exc})", file=sys.stderr)
         return
-    store.write_json_atomic(path / IMPORTED, data)
+    store.write_import_record(path, data)
 
 
 async def _describe(target: Any) -> dict[str, Any]:
@@ -793,7 +793,7 @@ def _move_aside(path: Path, started: Any) -> Path:
     """Rename the run in ``path`` to ``<path>.replaced-<time>`` (never deleted: nothing is
     lost by a re-run cell), unless a process is writing it."""
     lock = None
-    if (path / "manifest.json").exists():
+    if store.is_run_dir(path):
         lock = store.RunLock(path, "run").acquire()
     aside = path.with_name(f"{path.name}.replaced-{started:%Y%m%dT%H%M%S%fZ}")
     try:

@@ -86,12 +86,12 @@ def _needs_key(target: Any, where: str) -> None:
 
 
 def _own_parts(run_dir: Path, token: str) -> list[str]:
-    return sorted(p.name for p in (run_dir / "samples").glob(f"part-{token}-*.parquet"))
+    return [p.name for p in store.part_paths(run_dir, "samples", token)]
 
 
 def _discard(run_dir: Path, token: str) -> None:
     for table in ("checks", "samples"):
-        for path in (run_dir / table).glob(f"part-{token}-*.parquet"):
+        for path in store.part_paths(run_dir, table, token):
             path.unlink(missing_ok=True)
 
 

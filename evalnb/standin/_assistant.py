@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from evalnb._types import text_of as content_text
+
 __all__ = ["Assistant", "Reply", "ToolRequest", "last_user_text", "text_of"]
 
 
@@ -57,16 +59,7 @@ class Assistant(Protocol):
 
 def text_of(message: Mapping[str, Any]) -> str:
     """The text of one chat message, whether ``content`` is a string or a parts list."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "")
-            for part in content
-            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
-        )
-    return ""
+    return content_text(message.get("content"), sep="")
 
 
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:

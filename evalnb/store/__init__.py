@@ -4,6 +4,7 @@
 
     runs/<run_id>/
       manifest.json            what produced the run
+      imported.json            an imported suite's record, kept with the run
       samples/part-*.parquet   one row per sample
       checks/part-*.parquet    one row per (sample, check), long format
       verdicts/part-*.parquet  one row per saved verdict (append-only); schema.parquet empty
@@ -24,6 +25,21 @@ every file ``0600``: answers may hold private text.
 
 from typing import TYPE_CHECKING, Any
 
+from evalnb.store._atomic import atomic_file, write_atomic
+from evalnb.store._doctor import QUARANTINE, Problem, diagnose, repair, stopped_writer
+from evalnb.store._layout import (
+    IMPORTED,
+    MANIFEST,
+    SCORES,
+    SCORING,
+    drafts_path,
+    imported_path,
+    is_run_dir,
+    manifest_path,
+    part_paths,
+    scoring_path,
+    write_import_record,
+)
 from evalnb.store._lock import RunLock
 from evalnb.store._manifest import Manifest, schema_markdown
 from evalnb.store._provenance import now, provenance
@@ -97,9 +113,14 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CASES_SCHEMA",
     "CHECKS_SCHEMA",
+    "IMPORTED",
     "KEY",
+    "MANIFEST",
+    "QUARANTINE",
     "SAMPLES_SCHEMA",
     "SCHEMA_VERSION",
+    "SCORES",
+    "SCORING",
     "TABLES",
     "UNREVIEWED",
     "VERDICTS",
@@ -107,33 +128,46 @@ __all__ = [
     "DamagedRunWarning",
     "Manifest",
     "PartialScoringWarning",
+    "Problem",
     "RunDirectories",
     "RunLock",
     "RunWriter",
     "VerdictStore",
+    "atomic_file",
     "cases_table",
     "checks_table",
     "commit_shard",
     "committed_shard",
     "compact_verdicts",
     "create_run_dir",
+    "diagnose",
+    "drafts_path",
     "fence_shards",
+    "imported_path",
+    "is_run_dir",
     "latest_verdicts",
+    "manifest_path",
     "now",
+    "part_paths",
     "provenance",
     "read_manifest",
     "read_table",
     "remove_orphan_parts",
+    "repair",
     "run_path",
     "sample_keys",
     "samples_table",
     "save_verdict",
     "save_verdicts",
     "schema_markdown",
+    "scoring_path",
     "scorings",
     "shard_token",
+    "stopped_writer",
     "verdict_history",
     "verdicts",
+    "write_atomic",
+    "write_import_record",
     "write_json_atomic",
     "write_text_file",
 ]

@@ -20,14 +20,16 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from evalnb._exceptions import ArgumentError, StoreError
+from evalnb._exceptions import StoreError
+from evalnb.store._atomic import atomic_file
+from evalnb.store._layout import SCORES, SCORING, manifest_path
 from evalnb.store._lock import RunLock
-from evalnb.store._rundir import open_private, replace_atomically
 from evalnb.store._schema import ADDED_COLUMNS, KEY, TABLES
 from evalnb.store._shards import committed_shard_parts, is_shard_part
 
@@ -68,18 +70,27 @@ def _unreadable(path: Path, schema: pa.Schema) -> str | None:
     return None
 
 
-def _manifest(run_dir: Path) -> Iterator[Problem]:
-    path = run_dir / "manifest.json"
+def _json_object(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(object, None)`` read from the JSON file ``path``, or ``(None, why not)``:
+    ``"missing"``, or what is wrong with it."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        yield Problem(path, "manifest", "missing: this is not a run directory")
-        return
+        return None, "missing"
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        yield Problem(path, "manifest", f"cannot be read as JSON ({exc})")
-        return
+        return None, f"cannot be read as JSON ({exc})"
     if not isinstance(data, dict):
-        yield Problem(path, "manifest", f"must be a JSON object; got {type(data).__name__}")
+        return None, f"must be a JSON object; got {type(data).__name__}"
+    return data, None
+
+
+def _manifest(run_dir: Path) -> Iterator[Problem]:
+    path = manifest_path(run_dir)
+    _, problem = _json_object(path)
+    if problem == "missing":
+        yield Problem(path, "manifest", "missing: this is not a run directory")
+    elif problem is not None:
+        yield Problem(path, "manifest", problem)
 
 
 def _files(run_dir: Path) -> Iterator[Problem]:
@@ -96,17 +107,15 @@ def _files(run_dir: Path) -> Iterator[Problem]:
                 yield Problem(path, "orphan", "checks part whose samples part was never written")
             elif (reason := _unreadable(path, schema)) is not None:
                 yield Problem(path, "unreadable", reason)
-    for label in sorted((run_dir / "scores").glob("*")) if (run_dir / "scores").is_dir() else []:
-        marker = label / "scoring.json"
-        try:
-            info = json.loads(marker.read_text(encoding="utf-8"))
-            if not isinstance(info, dict) or "created_at" not in info:
-                raise ArgumentError("it has no 'created_at'")
-        except FileNotFoundError:
+    for label in sorted((run_dir / SCORES).glob("*")) if (run_dir / SCORES).is_dir() else []:
+        info, problem = _json_object(label / SCORING)
+        if problem == "missing":
             yield Problem(label, "orphan", "a rescoring that never wrote its scoring.json")
             continue
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            yield Problem(label, "unreadable", f"scoring.json cannot be used ({exc})")
+        if info is not None and "created_at" not in info:
+            problem = "it has no 'created_at'"
+        if problem is not None:
+            yield Problem(label, "unreadable", f"scoring.json cannot be used ({problem})")
             continue
         for path in _parts(label):
             if (reason := _unreadable(path, TABLES["checks"])) is not None:
@@ -147,7 +156,7 @@ def stopped_writer(run_dir: str | os.PathLike[str]) -> str | None:
     writer was killed before it could record how it ended (nothing to repair: resume it)."""
     run_dir = Path(run_dir)
     try:
-        status = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))["status"]
+        status = json.loads(manifest_path(run_dir).read_text(encoding="utf-8"))["status"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         return None
     if status != "running":
@@ -170,10 +179,8 @@ def _move(run_dir: Path, path: Path, into: Path) -> None:
 
 
 def _rewrite(path: Path, table: pa.Table) -> None:
-    tmp = path.with_name(f".{path.name}.repair.tmp")
-    with open_private(tmp) as handle:
+    with atomic_file(path) as handle:
         pq.write_table(table, handle)
-    replace_atomically(tmp, path)
 
 
 def repair(run_dir: str | os.PathLike[str]) -> list[Problem]:

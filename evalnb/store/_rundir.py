@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import stat
 import warnings
 from collections.abc import Sequence
@@ -22,6 +21,8 @@ import pyarrow.parquet as pq
 
 from evalnb._exceptions import ArgumentError, StoreError
 from evalnb._secrets import redact
+from evalnb.store._atomic import write_atomic
+from evalnb.store._layout import SCORES, SCORING, manifest_path, scoring_path
 from evalnb.store._schema import SCHEMA_VERSION, TABLES
 from evalnb.store._shards import committed_shard_parts, is_shard_part
 
@@ -29,26 +30,15 @@ __all__ = [
     "DamagedRunWarning",
     "PartialScoringWarning",
     "create_run_dir",
-    "open_private",
     "read_manifest",
     "read_table",
     "remove_orphan_parts",
-    "replace_atomically",
     "run_path",
     "sample_keys",
     "scorings",
     "write_json_atomic",
     "write_text_file",
 ]
-
-
-def open_private(path: Path) -> Any:
-    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
-
-
-def replace_atomically(tmp: Path, final: Path) -> None:
-    os.replace(tmp, final)
-    os.chmod(final, 0o600)
 
 
 def _json_text(data: Any) -> str:
@@ -67,13 +57,7 @@ def _json_text(data: Any) -> str:
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     """Write JSON under a temporary name, fsync, and rename over ``path`` (mode 0600)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    with open_private(tmp) as handle:
-        handle.write(redact(_json_text(data)).encode())
-        handle.flush()
-        os.fsync(handle.fileno())
-    replace_atomically(tmp, path)
+    write_atomic(path, redact(_json_text(data)))
 
 
 def run_path(location: str | os.PathLike[str]) -> Path:
@@ -144,7 +128,7 @@ def create_run_dir(path: str | os.PathLike[str]) -> Path:
 
 def read_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The run's manifest; a clear error when it is missing or not JSON."""
-    path = Path(run_dir) / "manifest.json"
+    path = manifest_path(run_dir)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -189,7 +173,7 @@ def scorings(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     run_dir = Path(run_dir)
     found = [{"label": "run", "created_at": None}]
     rescored = []
-    for marker in (run_dir / "scores").glob("*/scoring.json"):
+    for marker in (run_dir / SCORES).glob(f"*/{SCORING}"):
         try:
             info = json.loads(marker.read_text(encoding="utf-8"))
             if not isinstance(info, dict) or not isinstance(info.get("created_at"), str):
@@ -284,7 +268,7 @@ def _scoring_parts(run_dir: Path, scoring: str | None) -> list[Path]:
     label = _choose_scoring(run_dir, scoring)
     if label == "run":
         return _committed_parts(run_dir, "checks")
-    return sorted((run_dir / "scores" / label).glob("part-*.parquet"))
+    return sorted(scoring_path(run_dir, label).glob("part-*.parquet"))
 
 
 def read_table(

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from evalnb.store._atomic import write_atomic
+
 __all__ = [
     "SHARDS",
     "SHARD_PREFIX",
@@ -56,26 +58,9 @@ def is_shard_part(name: str) -> bool:
 
 
 def _write_new(path: Path, data: Mapping[str, Any], *, replace: bool) -> bool:
-    """Write JSON to a temporary name, fsync, then rename (``replace``) or link it into
-    place; a link fails when ``path`` exists, which makes the write exclusive."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(json.dumps(data, indent=2, ensure_ascii=False).encode())
-        handle.flush()
-        os.fsync(handle.fileno())
-    try:
-        if replace:
-            os.replace(tmp, path)
-            return True
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        if not replace:
-            tmp.unlink()
+    """Write JSON atomically; without ``replace`` exclusively (False: ``path`` exists)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return write_atomic(path, text, exclusive=not replace)
 
 
 def _folder(run_dir: str | os.PathLike[str]) -> Path:

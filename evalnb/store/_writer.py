@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from evalnb._secrets import active as secrets_registered
 from evalnb._secrets import redact_json
 from evalnb._types import CheckResult, Sample
-from evalnb.store._rundir import open_private, replace_atomically
+from evalnb.store._atomic import atomic_file
 from evalnb.store._schema import CASES_SCHEMA, CHECKS_SCHEMA, SAMPLES_SCHEMA, VERDICTS_SCHEMA
 
 __all__ = ["RunWriter", "cases_table", "checks_table", "samples_table"]
@@ -75,13 +75,8 @@ class RunWriter:
         self.sequence = 0
 
     def _write(self, table: str, data: pa.Table, name: str) -> None:
-        final = self.run_dir / table / name
-        tmp = final.with_name(f".{name}.tmp")
-        with open_private(tmp) as handle:
+        with atomic_file(self.run_dir / table / name) as handle:
             pq.write_table(data, handle, compression="zstd")
-            handle.flush()
-            os.fsync(handle.fileno())
-        replace_atomically(tmp, final)
 
     def write_checks(self, folder: Path, checks: Sequence[tuple[Sample, CheckResult]]) -> None:
         """Write one part of check results into ``folder`` (a rescoring's)."""

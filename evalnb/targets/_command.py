@@ -41,7 +41,7 @@ from evalnb._numbers import is_number, is_whole
 from evalnb._process import die_with_parent, pid_alive, watchdog
 from evalnb._secrets import register, secret_env, withhold
 from evalnb._types import Case, Completion, Request
-from evalnb.cases._files import file_sha256
+from evalnb.cases import file_sha256
 
 __all__ = ["Command"]
 

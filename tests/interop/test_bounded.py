@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 import evalnb
+from evalnb.cases import expanded_nodes
 from evalnb.cli import main
 from evalnb.cli._common import guarded
 from evalnb.interop import Limits, import_inspect_log, import_promptfoo
-from evalnb.interop._bounded import expanded_nodes, parse_size, size_text
+from evalnb.interop._bounded import parse_size, size_text
 
 DATA = Path(__file__).parents[1] / "data" / "peers"
 

@@ -128,6 +128,14 @@ def _alias_bomb(folder: Path) -> Path:
     )
 
 
+def _anchors(levels: int = 10) -> str:
+    """Nine levels of nine aliases: a few hundred bytes that stand for 9**10 nodes."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
 # -- running `evalnb import` -------------------------------------------------------------
 
 
@@ -394,6 +402,27 @@ def _(tmp: Path):
         "1,000,000 YAML nodes",
         "--max-yaml-nodes",
     )
+
+
+@case("alias bomb: an openai/evals registry entry")
+def _(tmp: Path):
+    folder = tmp / "registry" / "evals"
+    folder.mkdir(parents=True)
+    entry = "quiz:\n  id: quiz.dev.v0\nquiz.dev.v0:\n  class: evals.elsuite.basic.match:Match\n"
+    (folder / "quiz.yaml").write_text(_anchors() + entry + "  args: {samples_jsonl: *a9}\n")
+    return ["openai-evals", str(folder / "quiz.yaml"), "quiz"], (
+        "quiz.yaml",
+        "1,000,000 nodes",
+        "--max-yaml-nodes",
+    )
+
+
+@case("alias bomb: an lm-eval task")
+def _(tmp: Path):
+    (tmp / "task.yaml").write_text(_anchors() + "task: t\ndoc_to_text: *a9\n")
+    (tmp / "docs.jsonl").write_text('{"q": "hi"}\n')
+    argv = ["lm-eval", str(tmp / "task.yaml"), "--data", str(tmp / "docs.jsonl")]
+    return argv, ("task.yaml", "1,000,000 nodes", "--max-yaml-nodes")
 
 
 @case("recursive alias")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,10 @@ def test_an_imported_run_has_the_same_shape_whichever_tool_wrote_it(
     assert provenance["sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
     record = json.loads((tmp_path / "run" / "imported.json").read_text())
     assert record["counts"] == result.counts and record["source"] == str(source)
+    # Every file of the run, the import record too, is written privately.
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "run").rglob("*")}
+    assert modes["imported.json"] == 0o600
+    assert {m for name, m in modes.items() if "." in name} == {0o600}
     samples = run.samples.sort_values("order")
     assert samples["order"].tolist() == list(range(len(samples)))
     assert manifest["repeats"] == samples["repeat"].max() + 1

@@ -46,7 +46,7 @@ from evalnb.plots import (
     variant_colors,
 )
 from evalnb.plots._base import shorten_ids
-from evalnb.report._render import report_html, report_text
+from evalnb.report import report_html, report_text
 from tests.builders import counts_rows, counts_run, write_run
 
 LONG = "customer_support_escalation_with_several_orders_and_a_refund_{:03d}"

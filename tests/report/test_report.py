@@ -10,7 +10,8 @@ import pytest
 
 from evalnb.analysis import load
 from evalnb.cli._analyse import add_report_arguments, report_command
-from evalnb.report._render import FIGURE_CASES, render_report, report_html, report_text
+from evalnb.report import Report, render_report, report_html, report_markdown, report_text
+from evalnb.report._render import FIGURE_CASES
 from tests.builders import counts_rows, write_run
 
 
@@ -215,3 +216,16 @@ def test_a_figure_failing_here_leaves_no_forked_process_behind(shop: Path) -> No
     with pytest.raises(RuntimeError, match="broken figure"):
         _images([Plot(f"figure {i}", fails_here) for i in range(4)], processes=3)
     assert _children() == before
+
+
+def test_one_report_value_gives_every_form_from_one_analysis(shop: Path) -> None:
+    run = load(shop)
+    report = Report.of(run, baseline="v2")
+    assert report.text() == report_text(run, baseline="v2")
+    assert report.markdown() == report_markdown(run, baseline="v2")
+    text, page = render_report(run, baseline="v2", html=True)
+    assert (text, page) == (report.text(), report.html())
+    assert [s.title for s in report.sections][:2] == ["Verdicts", "Samples"]
+    assert report.text().startswith(f"{report.title}\n") and report.markdown().startswith("## ")
+    with pytest.raises(TypeError, match="'run' must be a Run"):
+        Report.of(str(shop))  # type: ignore[arg-type]

@@ -106,3 +106,15 @@ def test_score_command_line(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "cli" in done.stdout
     assert outcomes(out) == {"a": [True] * 3, "b": [False] * 3}
+
+
+def test_score_is_ascore_made_blocking_with_its_signature_and_docstring() -> None:
+    import inspect
+    import pickle
+
+    import evalnb
+
+    assert evalnb.score.__wrapped__ is evalnb.ascore  # type: ignore[attr-defined]
+    assert inspect.signature(evalnb.score) == inspect.signature(evalnb.ascore)
+    assert evalnb.score.__doc__ == evalnb.ascore.__doc__ and evalnb.score.__name__ == "score"
+    assert pickle.loads(pickle.dumps(evalnb.score)) is evalnb.score

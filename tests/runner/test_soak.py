@@ -27,12 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 
 from evalnb.standin import FAULT_KINDS, StandIn
 from evalnb.standin._faults import parse_faults
 from evalnb.standin._server import _canonical, _StandIn
 from evalnb.store import read_table
 from evalnb.store._doctor import diagnose
+
+pytestmark = pytest.mark.slow
 
 CASES, VARIANTS, REPEATS = 1000, ("plain", "careful", "system", "warm"), 5
 TOTAL = CASES * len(VARIANTS) * REPEATS  # 20,000

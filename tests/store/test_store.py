@@ -116,3 +116,35 @@ def test_a_run_directory_is_a_folder_or_a_file_url_and_an_object_store_is_refuse
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "s3:// has no atomic rename or lock" in done.stderr
     assert not (tmp_path / "s3:").exists()
+
+
+def test_an_atomic_write_leaves_the_old_file_or_the_new_one_never_a_part(tmp_path):
+    path = tmp_path / "scoring.json"
+    assert store.write_atomic(path, "first")
+    assert path.read_text() == "first" and mode(path) == 0o600
+    with pytest.raises(RuntimeError), store.atomic_file(path) as handle:
+        handle.write(b"half of the seco")
+        raise RuntimeError("the disk filled")
+    assert path.read_text() == "first"
+    assert [p.name for p in tmp_path.iterdir()] == ["scoring.json"]  # no temporary left
+    assert store.write_atomic(path, "second") and path.read_text() == "second"
+
+
+def test_an_exclusive_write_places_nothing_over_an_existing_file(tmp_path):
+    path = tmp_path / "shard.json"
+    assert store.write_atomic(path, b"one", exclusive=True)
+    assert not store.write_atomic(path, b"two", exclusive=True)
+    assert path.read_bytes() == b"one"
+    assert [p.name for p in tmp_path.iterdir()] == ["shard.json"]
+
+
+def test_the_run_directory_layout_is_named_by_the_store(tmp_path):
+    out = tmp_path / "run"
+    small_run(out)
+    assert store.is_run_dir(out) and not store.is_run_dir(tmp_path)
+    assert store.manifest_path(out) == out / "manifest.json"
+    written = store.write_import_record(out, {"format": "promptfoo"})
+    assert written == store.imported_path(out) == out / "imported.json"
+    assert json.loads(written.read_text()) == {"format": "promptfoo"} and mode(written) == 0o600
+    assert store.scoring_path(out, "again") == out / "scores" / "again"
+    assert store.drafts_path(out, "ada", "1f2e") == out / "verdicts" / "drafts-ada-1f2e.json"
