@@ -26,9 +26,7 @@ from evalnb.cli._ci import show_progress
 from evalnb.cli._common import UsageError, interrupts_once
 from evalnb.runner import run
 from evalnb.store import Manifest
-from evalnb.targets import Command, OpenAIChat, Target
-from evalnb.targets._containment import Containment
-from evalnb.targets._spec import TARGET_TYPES, http_target
+from evalnb.targets import TARGET_TYPES, Command, Containment, OpenAIChat, Target, http_target
 
 __all__ = [
     "add_demo_arguments",

@@ -52,8 +52,7 @@ from evalnb.runner._until import (
     drawn_order,
     start_record,
 )
-from evalnb.targets import CountingTarget, Target
-from evalnb.targets._cache import ResponseCache
+from evalnb.targets import CountingTarget, ResponseCache, Target
 
 __all__ = ["arun", "plan", "run"]
 

@@ -14,25 +14,34 @@ from evalnb._types import Completion, Request
 from evalnb.targets._anthropic import AnthropicMessages
 from evalnb.targets._azure import AzureOpenAIChat
 from evalnb.targets._bedrock import BedrockConverse
+from evalnb.targets._cache import ResponseCache
 from evalnb.targets._command import Command
+from evalnb.targets._containment import Containment
 from evalnb.targets._embeddings import OpenAIEmbeddings
 from evalnb.targets._function import Function
 from evalnb.targets._gemini import GeminiGenerateContent
 from evalnb.targets._openai import OpenAIChat
 from evalnb.targets._responses import OpenAIResponses
+from evalnb.targets._routed import ByVariant
+from evalnb.targets._spec import TARGET_TYPES, http_target
 
 __all__ = [
+    "TARGET_TYPES",
     "AnthropicMessages",
     "AzureOpenAIChat",
     "BedrockConverse",
+    "ByVariant",
     "Command",
+    "Containment",
     "CountingTarget",
     "Function",
     "GeminiGenerateContent",
     "OpenAIChat",
     "OpenAIEmbeddings",
     "OpenAIResponses",
+    "ResponseCache",
     "Target",
+    "http_target",
 ]
 
 
