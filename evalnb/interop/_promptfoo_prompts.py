@@ -114,6 +114,9 @@ class Prompts:
                 continue
             if item.startswith("file://"):
                 self.file(item, label, where)
+            elif self.bare_path(item):
+                importer.mapped.append(Note("prompt path", where, f"{item} read as a file"))
+                self.file(f"file://{item}", label, where)
             else:
                 self.inline(item, label, where)
         variants = []
@@ -129,6 +132,16 @@ class Prompts:
             refused = "; ".join(f"{u.name}: {u.reason}" for u in importer.unsupported[:5])
             raise source_error(importer.path, f"no prompt could be imported ({refused})")
         return variants
+
+    def bare_path(self, item: str) -> bool:
+        """Whether ``item`` is a prompt file named without ``file://`` (promptfoo's older
+        form, ``prompts/tutor.txt``): one line, no template, a known suffix, a file there."""
+        text = item.strip()
+        if "\n" in text or "{{" in text or " " in text:
+            return False
+        if Path(text).suffix not in (*_TEXT_FILES[:-1], *_CHAT_FILES):
+            return False
+        return (self.importer.path.parent / text).is_file()
 
     def add(self, label: str | None, parts: dict[str, str], where: str) -> None:
         converted = {key: _jinja(text) for key, text in parts.items()}
