@@ -47,6 +47,9 @@ ERROR = 2  # promptfoo's failureReason for an error row
 #: The promptfoo type of a check evalnb's own translation grades (see imported.json).
 KEPT_TYPES = {"python_code": "python", "javascript": "javascript", "similar": "similar"}
 
+#: The installed promptfoo is seen here (tests/interop/conftest.py hides it elsewhere).
+ENGINE = True
+
 needs_promptfoo = pytest.mark.skipif(
     find_promptfoo() is None, reason="promptfoo is not installed (make promptfoo installs it)"
 )

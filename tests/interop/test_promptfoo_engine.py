@@ -18,6 +18,9 @@ DATA = Path(__file__).parents[1] / "data"
 FEATURES = DATA / "promptfoo_features/features/promptfooconfig.yaml"
 FAILED = DATA / "peers/promptfoo_results/echo-failed/failed-output.json"
 
+#: The installed promptfoo is seen here (tests/interop/conftest.py hides it elsewhere).
+ENGINE = True
+
 needs_promptfoo = pytest.mark.skipif(
     find_promptfoo() is None, reason="promptfoo is not installed (make promptfoo installs it)"
 )
