@@ -640,6 +640,39 @@ class _Importer:
         return cases
 
 
+_ONE_VAR = re.compile(r"^\s*\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\s*$")
+
+
+def _transcripts(
+    importer: _Importer, variants: list[dict[str, Any]], cases: list[dict[str, Any]]
+) -> None:
+    """List each prompt that is one var whose value is a chat transcript (a JSON message
+    list): promptfoo sends the messages, evalnb sends the text as one user message."""
+    for variant in variants:
+        match = _ONE_VAR.match(str(variant.get("template") or ""))
+        if match is None:
+            continue
+        for case in cases:
+            value = case["vars"].get(match[1])
+            try:
+                parsed = json.loads(value) if isinstance(value, str) else None
+            except ValueError:
+                parsed = None
+            if (
+                isinstance(parsed, list)
+                and parsed
+                and all(isinstance(m, dict) and "role" in m for m in parsed)
+            ):
+                importer.approximate(
+                    f"prompt {variant['name']}",
+                    f"{importer.path}: {case['id']}: vars.{match[1]}",
+                    "its value is a chat transcript: evalnb sends it as one user message, where "
+                    "promptfoo sends the list of messages; write the messages as a chat prompt "
+                    "file (.json/.yaml) to send them as a list",
+                )
+                break
+
+
 def _names_test_vars(raw: Any, default_vars: dict[str, Any]) -> bool:
     """Whether a defaultTest assertion's text value names a var defaultTest lacks."""
     value = raw.get("value") if isinstance(raw, dict) else None
@@ -752,6 +785,7 @@ def _import(
     cases = []
     for n, (where, test) in enumerate(importer.test_items(config.get("tests")), start=1):
         cases += importer.case(n, where, test, default_vars)
+    _transcripts(importer, variants, cases)
     result = ImportResult("promptfoo", path, unsupported=importer.unsupported)
     result.mapped, result.approximated = importer.mapped, importer.approximated
     result.fallback = importer.fallback

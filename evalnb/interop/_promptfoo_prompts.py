@@ -196,6 +196,11 @@ class Prompts:
             )
             return
         file, text = importer.read(ref, where)
+        listed = _role_lines(text)
+        if listed is not None:
+            # promptfoo reads a text prompt of YAML "- role:" lines as a chat prompt.
+            self.chat(listed, label or file.stem, f"{where} ({file.name})")
+            return
         parts = [p.strip("\n") for p in re.split(r"\n-{3,}\n", text) if p.strip()]
         for j, part in enumerate(parts):
             name = label if label and len(parts) == 1 else f"{file.stem}-{j + 1}"
@@ -238,6 +243,21 @@ class Prompts:
             return
         importer.mapped.append(Note("chat prompt", where, "system and template of a variant"))
         self.add(label, parts, where)
+
+
+def _role_lines(text: str) -> list[Any] | None:
+    """The messages of a text prompt written as YAML ``- role:`` lines, else None."""
+    if not text.lstrip().startswith("- role:"):
+        return None
+    import yaml  # type: ignore[import-untyped]
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if isinstance(data, list) and all(isinstance(m, dict) and "role" in m for m in data):
+        return data
+    return None
 
 
 def _plain_data(value: Any) -> Any:
