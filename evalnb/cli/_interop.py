@@ -27,6 +27,7 @@ IMPORT_FORMATS = (
     "lm-eval",
     "inspect-log",
     "promptfoo-results",
+    "openai-graders",
 )
 EXPORT_FORMATS = ("csv", "jsonl", "eee", "inspect-scores")
 
@@ -60,6 +61,11 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         default="Match",
         metavar="CLASS",
         help="openai-evals: Match, Includes, FuzzyMatch or ModelBasedClassify",
+    )
+    parser.add_argument(
+        "--criteria",
+        metavar="FILE",
+        help="openai-graders: the testing_criteria JSON (a list, or an eval object holding it)",
     )
     parser.add_argument(
         "--data",
@@ -175,6 +181,10 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
         raise UsageError("--field and --scorer apply to the inspect format only")
     if args.format != "promptfoo" and args.allow_outside:
         raise UsageError("--allow-outside applies to the promptfoo format only")
+    if (args.format == "openai-graders") != bool(args.criteria):
+        raise UsageError(
+            "openai-graders needs --criteria CRITERIA.json (and --criteria applies to it only)"
+        )
     if args.format != "lm-eval" and args.data:
         raise UsageError("--data applies to the lm-eval format only")
     registry = args.format == "openai-evals" and args.source.endswith((".yaml", ".yml"))
@@ -215,6 +225,10 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
     elif args.format == "openai-evals":
         result = importers.import_openai_evals(
             args.source, args.out, eval_class=args.eval_class, repeats=args.repeats, limits=limits
+        )
+    elif args.format == "openai-graders":
+        result = importers.import_openai_graders(
+            args.source, args.out, criteria=args.criteria, repeats=args.repeats, limits=limits
         )
     elif args.format == "inspect-log":
         result = importers.import_inspect_log(args.source, args.out, limits=limits)
