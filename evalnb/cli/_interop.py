@@ -57,6 +57,14 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--scorer", metavar="NAME", help="inspect: the check standing for the task's scorer"
     )
     parser.add_argument(
+        "--target-base",
+        type=int,
+        choices=(0, 1),
+        metavar="0|1",
+        help="inspect: multiple-choice targets given as indexes count from 0 or 1 "
+        "(default: detected and reported)",
+    )
+    parser.add_argument(
         "--eval-class",
         default="Match",
         metavar="CLASS",
@@ -177,8 +185,8 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
 
     if args.repeats < 1:
         raise UsageError(f"--repeats must be a whole number >= 1; got {args.repeats}")
-    if args.format != "inspect" and (args.field or args.scorer):
-        raise UsageError("--field and --scorer apply to the inspect format only")
+    if args.format != "inspect" and (args.field or args.scorer or args.target_base is not None):
+        raise UsageError("--field, --scorer and --target-base apply to the inspect format only")
     if args.format != "promptfoo" and args.allow_outside:
         raise UsageError("--allow-outside applies to the promptfoo format only")
     if (args.format == "openai-graders") != bool(args.criteria):
@@ -213,6 +221,7 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
             scorer=args.scorer,
             repeats=args.repeats,
             limits=limits,
+            target_base=args.target_base,
         )
     elif registry:
         result = importers.import_openai_evals_registry(
