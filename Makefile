@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo lab test lint format bench bench-peers schema-doc images docs real-model clean
+.PHONY: setup demo lab test lint format bench bench-peers schema-doc images docs real-model clean promptfoo
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,10 +36,26 @@ $(INSPECT_VENV)/.inspect-ai:
 	$(INSPECT_VENV)/bin/python -m pip install --quiet 'inspect-ai==0.3.285'
 	touch $@
 
+# promptfoo (npm), pinned, under build/promptfoo: imported promptfoo suites are expanded and
+# graded by promptfoo itself, and the tests compare evalnb with it (about 1.4 GB, 2-3 minutes
+# the first time). Telemetry and update checks are off; its config folder is a temporary one.
+PROMPTFOO_VERSION := 0.121.20
+PROMPTFOO_DIR := build/promptfoo
+$(PROMPTFOO_DIR)/.installed-$(PROMPTFOO_VERSION):
+	scripts/ensure_browser.sh
+	mkdir -p $(PROMPTFOO_DIR)
+	test -f $(PROMPTFOO_DIR)/package.json || echo '{"name": "evalnb-promptfoo", "private": true}' > $(PROMPTFOO_DIR)/package.json
+	cd $(PROMPTFOO_DIR) && tmp=$$(mktemp -d) && PROMPTFOO_DISABLE_TELEMETRY=1 \
+		PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_CONFIG_DIR=$$tmp npm install --no-audit --no-fund \
+		--loglevel=error promptfoo@$(PROMPTFOO_VERSION) && rm -rf $$tmp
+	touch $@
+
+promptfoo: $(PROMPTFOO_DIR)/.installed-$(PROMPTFOO_VERSION)
+
 # pytest runs tests/test_docs.py too: it builds the documentation site (`mkdocs build --strict`,
 # the notebooks as stored) and checks it: every public name documented, no broken internal
 # link, the README a front page.
-test: setup $(INSPECT_VENV)/.inspect-ai
+test: setup $(INSPECT_VENV)/.inspect-ai promptfoo
 	scripts/ensure_browser.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

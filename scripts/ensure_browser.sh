@@ -8,6 +8,8 @@ set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || missing+=(nodejs)
+# npm installs the pinned promptfoo (make promptfoo).
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
 install="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"

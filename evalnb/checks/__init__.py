@@ -24,6 +24,7 @@ from evalnb.checks import _javascript as _javascript
 from evalnb.checks import _judge as _judge
 from evalnb.checks import _lexical as _lexical
 from evalnb.checks import _observed as _observed
+from evalnb.checks import _promptfoo as _promptfoo
 from evalnb.checks import _python as _python
 from evalnb.checks import _reference as _reference
 from evalnb.checks import _similar as _similar

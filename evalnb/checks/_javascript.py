@@ -1,7 +1,8 @@
 """JavaScript graders (promptfoo's ``javascript`` assertion), run by Node.js.
 
-``{"type": "javascript", "code": "output.startsWith('Ahoy')"}``: one line is an
-expression, several lines a function body that ``return``\\ s; with ``function`` the code
+``{"type": "javascript", "code": "output.startsWith('Ahoy')"}``: as in promptfoo, one
+line is returned (``return <line>``: an IIFE ``(() => { ...; return x; })()`` works),
+several lines are a function body that ``return``\\ s; with ``function`` the code
 is a CommonJS module (``module.exports = ...``) and that export is called. The code sees
 ``output`` and ``context`` (``vars``, ``prompt``, ``test``); ``transform`` expressions or bodies
 (promptfoo's ``options.transform``) change ``output`` first. The return value is read as
@@ -73,11 +74,17 @@ const rl = readline.createInterface({ input: process.stdin });
 const SETUP = 'var __req = JSON.parse(__in); var output = __req.output; ' +
   'var context = __req.context; var module = { exports: {} }; var exports = module.exports;';
 const call = (text) => '(function(output, context){\n' + text + '\n})(output, context)';
-// promptfoo's rule: several lines, or a return, are a function body; else an expression.
-const body = (code) => {
-  const text = code.trim();
-  const isBody = text.includes('\n') || /(^|[;{])\s*return\b/.test(text);
-  return isBody ? code : 'return (' + text + ');';
+// promptfoo's rule (buildFunctionBody): several lines are a function body; one line is
+// `return <line>`, or after leading const/let/var statements, returns the last expression.
+const lastSemicolon = (code) => {
+  let quote = null, last = -1;
+  for (let i = 0; i < code.length; i++) {
+    const c = code[i];
+    if (quote) { if (c === '\\') i++; else if (c === quote) quote = null; }
+    else if (c === "'" || c === '"' || c === '`') quote = c;
+    else if (c === ';') last = i;
+  }
+  return last;
 };
 // A collector for this script only: contexts made after the flag is unset have no gc.
 require('v8').setFlagsFromString('--expose-gc');
@@ -99,6 +106,17 @@ const cut = (reply, size) => {
 // A rejection or a throw left behind by a grader is not the next grader's failure.
 process.on('unhandledRejection', () => {});
 process.on('uncaughtException', () => {});
+const body = (code) => {
+  const text = code.trimEnd();
+  if (text.includes('\n')) return text;
+  const line = text.trim().replace(/;+\s*$/, '');
+  if (!/^(const|let|var)\s/.test(line)) return 'return ' + line;
+  const at = lastSemicolon(line);
+  const tail = at === -1 ? '' : line.slice(at + 1).trim();
+  return tail ? line.slice(0, at + 1) + ' return ' + tail : line;
+};
+// promptfoo's transforms: one line is `return <line>`, several a function body.
+const transformBody = (code) => (code.includes('\n') ? code : 'return ' + code);
 rl.on('line', (line) => {
   process.stdout.write('{}\n');  // taken: from here on, what happens is this call's
   let reply;
@@ -113,7 +131,7 @@ rl.on('line', (line) => {
     // Everything the grader touches is made inside its own realm.
     vm.runInContext(SETUP, ctx, opts);
     for (let i = 0; i < req.transforms.length; i++) {
-      vm.runInContext('output = ' + call(body(req.transforms[i])), ctx, opts);
+      vm.runInContext('output = ' + call(transformBody(req.transforms[i])), ctx, opts);
     }
     let value;
     if (req.function) {

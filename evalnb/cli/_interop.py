@@ -27,6 +27,7 @@ IMPORT_FORMATS = (
     "lm-eval",
     "inspect-log",
     "promptfoo-results",
+    "openai-graders",
 )
 EXPORT_FORMATS = ("csv", "jsonl", "eee", "inspect-scores")
 
@@ -56,10 +57,23 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--scorer", metavar="NAME", help="inspect: the check standing for the task's scorer"
     )
     parser.add_argument(
+        "--target-base",
+        type=int,
+        choices=(0, 1),
+        metavar="0|1",
+        help="inspect: multiple-choice targets given as indexes count from 0 or 1 "
+        "(default: detected and reported)",
+    )
+    parser.add_argument(
         "--eval-class",
         default="Match",
         metavar="CLASS",
         help="openai-evals: Match, Includes, FuzzyMatch or ModelBasedClassify",
+    )
+    parser.add_argument(
+        "--criteria",
+        metavar="FILE",
+        help="openai-graders: the testing_criteria JSON (a list, or an eval object holding it)",
     )
     parser.add_argument(
         "--data",
@@ -171,10 +185,14 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
 
     if args.repeats < 1:
         raise UsageError(f"--repeats must be a whole number >= 1; got {args.repeats}")
-    if args.format != "inspect" and (args.field or args.scorer):
-        raise UsageError("--field and --scorer apply to the inspect format only")
+    if args.format != "inspect" and (args.field or args.scorer or args.target_base is not None):
+        raise UsageError("--field, --scorer and --target-base apply to the inspect format only")
     if args.format != "promptfoo" and args.allow_outside:
         raise UsageError("--allow-outside applies to the promptfoo format only")
+    if (args.format == "openai-graders") != bool(args.criteria):
+        raise UsageError(
+            "openai-graders needs --criteria CRITERIA.json (and --criteria applies to it only)"
+        )
     if args.format != "lm-eval" and args.data:
         raise UsageError("--data applies to the lm-eval format only")
     registry = args.format == "openai-evals" and args.source.endswith((".yaml", ".yml"))
@@ -203,6 +221,7 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
             scorer=args.scorer,
             repeats=args.repeats,
             limits=limits,
+            target_base=args.target_base,
         )
     elif registry:
         result = importers.import_openai_evals_registry(
@@ -215,6 +234,10 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
     elif args.format == "openai-evals":
         result = importers.import_openai_evals(
             args.source, args.out, eval_class=args.eval_class, repeats=args.repeats, limits=limits
+        )
+    elif args.format == "openai-graders":
+        result = importers.import_openai_graders(
+            args.source, args.out, criteria=args.criteria, repeats=args.repeats, limits=limits
         )
     elif args.format == "inspect-log":
         result = importers.import_inspect_log(args.source, args.out, limits=limits)

@@ -21,6 +21,7 @@ from evalnb.interop._inspect_dataset import import_inspect
 from evalnb.interop._inspect_log import import_inspect_log
 from evalnb.interop._lmeval import import_lm_eval
 from evalnb.interop._openai_evals import import_openai_evals, import_openai_evals_registry
+from evalnb.interop._openai_graders import import_openai_graders
 from evalnb.interop._promptfoo import import_promptfoo
 from evalnb.interop._promptfoo_results import import_promptfoo_results
 from evalnb.interop._suite import ImportNotes, ImportResult, Note, Unsupported
@@ -42,6 +43,7 @@ __all__ = [
     "import_lm_eval",
     "import_openai_evals",
     "import_openai_evals_registry",
+    "import_openai_graders",
     "import_promptfoo",
     "import_promptfoo_results",
     "parse_size",

@@ -16,12 +16,14 @@ from typing import Any
 import regex
 
 from evalnb._exceptions import ArgumentError
+from evalnb._types import LETTERS
 from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._records import Images, messages, records
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
     ImportNotes,
     ImportResult,
+    Note,
     parse_json,
     reading,
     source_error,
@@ -95,8 +97,14 @@ def import_inspect(
     scorer: str | None = None,
     repeats: int = 5,
     limits: Limits | None = None,
+    target_base: int | None = None,
 ) -> ImportResult:
     """Import an Inspect dataset file into ``DEST/cases.yaml`` + ``DEST/experiment.toml``.
+
+    A multiple-choice target given as an index (``2``, or ``"2"``) is read as the letter of
+    that choice: ``target_base`` 0 or 1 says how choices are counted; without it the base is
+    detected (an index 0 means 0-based, an index equal to the number of choices 1-based) and
+    reported, and an import that cannot tell is one line asking for it.
 
     ``scorer`` is one of :data:`SCORERS` (default: ``choice`` for cases with choices,
     else ``includes``). The file is read within ``limits`` (default :class:`Limits`: a
@@ -160,9 +168,51 @@ def import_inspect(
                 case["checks"] = [check]
             cases.append(case)
         _mapped(notes, path, spec, scorer, cases)
+        for note in _index_targets(cases, target_base, path):
+            notes.map(note.name, note.where, note.how)
         result = notes.result("inspect", path, sources.files)
         judge = scorer == "model_graded_fact"
         return write_suite(result, dest, cases=cases, repeats=repeats, judge=judge)
+
+
+def _index_targets(cases: list[dict[str, Any]], base: int | None, path: Path) -> list[Note]:
+    """Index targets of multiple-choice cases as letters; the note says the base used."""
+    indexed = [
+        c
+        for c in cases
+        if "choices" in c
+        and (
+            (isinstance(c.get("target"), int) and not isinstance(c["target"], bool))
+            or (isinstance(c.get("target"), str) and c["target"].strip().isdigit())
+        )
+    ]
+    if not indexed:
+        return []
+    numbers = [int(c["target"]) for c in indexed]
+    how = "said (--target-base)"
+    if base is None:
+        how = "detected"
+        if 0 in numbers:
+            base, why = 0, "an index 0 appears"
+        elif any(n == len(c["choices"]) for n, c in zip(numbers, indexed, strict=True)):
+            base, why = 1, "an index equals its number of choices"
+        else:
+            raise source_error(
+                path,
+                "the targets are choice indexes, 0- or 1-based: say which with "
+                "--target-base 0 or --target-base 1 (target_base=)",
+            )
+        how = f"detected: {why}"
+    for case, number in zip(indexed, numbers, strict=True):
+        index = number - base
+        if not 0 <= index < len(case["choices"]):
+            raise source_error(
+                path,
+                f"case {case['id']!r}: target {number} is no choice of {len(case['choices'])} "
+                f"({base}-based)",
+            )
+        case["target"] = LETTERS[index]
+    return [Note("target index", str(path), f"{len(indexed)} targets, {base}-based, {how}")]
 
 
 def _reference(

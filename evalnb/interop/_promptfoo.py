@@ -30,7 +30,9 @@ import regex
 from evalnb._exceptions import ArgumentError
 from evalnb._types import render_template
 from evalnb.cases import read_yaml, safe_loader
+from evalnb.checks._promptfoo import PromptfooEngine, find_promptfoo
 from evalnb.interop._bounded import Limits, Sources
+from evalnb.interop._promptfoo_engine import COMPARED, MODEL_GRADED, engine_reason, engine_spec
 from evalnb.interop._promptfoo_graders import (
     CODE,
     GRADERS,
@@ -44,6 +46,7 @@ from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
     ImportNotes,
     ImportResult,
+    Note,
     parse_json,
     reading,
     source_error,
@@ -76,6 +79,10 @@ MAPPED = {
 }
 
 #: Assertion fields read (the others are listed as not imported).
+UNGRADED = (
+    "no evalnb check expresses it: install promptfoo (`make promptfoo`, or npm install "
+    "promptfoo) and import again, so that promptfoo grades it"
+)
 _ASSERTION_KEYS = {"type", "value", "threshold", "metric", "transform", "weight", "provider"}
 _JSON_PARSE = re.compile(r"^\s*JSON\.parse\(\s*output\s*\)\s*;?\s*$")
 
@@ -165,7 +172,7 @@ _TEST_FILES = (".csv", ".json", ".jsonl", ".yaml", ".yml")
 
 
 class _Importer:
-    def __init__(self, path: Path, sources: Sources):
+    def __init__(self, path: Path, sources: Sources, engine: PromptfooEngine | None = None):
         self.path = path
         self.sources = sources
         self.notes = ImportNotes()
@@ -174,6 +181,10 @@ class _Importer:
         self.taken: set[str] = set()
         self.default_transforms: list[str] = []
         self.budget = sources.limits.yaml_nodes
+        self.engine = engine
+        self.fallback: list[Note] = []
+        #: defaultTest assertions that go with each test (they name per-test vars).
+        self.per_case: list[Any] = []
 
     def yaml(self, path: Path, text: str) -> Any:
         """The YAML in ``text``; its nodes come out of the budget the config shares with
@@ -211,6 +222,56 @@ class _Importer:
     def assertion(
         self, raw: Any, where: str, context: dict[str, Any], transforms: list[str]
     ) -> dict[str, Any] | None:
+        """The check for one assertion: graded by promptfoo where it is here (see
+        :mod:`~evalnb.interop._promptfoo_engine`), else by evalnb's translation, each
+        such assertion listed in ``fallback``; None when it is refused (listed too)."""
+        raw = self.resolved(raw, where)
+        kind = raw["type"]
+        if kind in COMPARED:
+            self.notes.refuse(kind, where, COMPARED[kind])
+            return None
+        own = raw.get("transform")
+        if own is not None and not isinstance(own, str):
+            raise source_error(self.path, f"{where}: 'transform' must be text; got {own!r}")
+        why = engine_reason(kind, raw, transforms) if self.engine else "promptfoo is not here"
+        if self.engine is not None and why is None:
+            return self.by_engine(raw, where, self.engine)
+        spec = self.translated(raw, where, context, transforms)
+        if spec is not None:
+            self.fallback.append(Note(kind, where, f"graded by evalnb's translation: {why}"))
+        return spec
+
+    def by_engine(self, raw: dict[str, Any], where: str, engine: PromptfooEngine) -> dict[str, Any]:
+        kind, value = raw["type"], _plain(raw.get("value"))
+        if isinstance(value, str) and value.startswith("file://") and kind not in CODE:
+            file, text = self.read(value, where)
+            value = _plain(self.data(file, text)) if file.suffix in _TEST_FILES[1:] else text
+        if raw.get("provider") is not None:
+            how = "graded by the run's judge (or --judge), not the assertion's own provider"
+            self.notes.approximate(f"{kind}.provider", where, how)
+        if isinstance(raw.get("weight"), int | float) and raw["weight"] != 1:
+            self.notes.approximate(
+                f"{kind}.weight", where, "evalnb reports each check's rate; weights are not applied"
+            )
+        self.judge = self.judge or kind in MODEL_GRADED
+        self.notes.map(kind, where, f"graded by {engine.name} (assertions.runAssertion)")
+        return engine_spec(raw, value, engine)
+
+    def resolved(self, raw: Any, where: str) -> dict[str, Any]:
+        """The assertion with its ``$ref`` read; one without a ``type`` is an error."""
+        if isinstance(raw, dict) and "$ref" in raw:
+            ref = str(raw["$ref"])
+            name = ref.removeprefix("#/assertionTemplates/")
+            if name not in self.templates:
+                raise source_error(self.path, f"{where}: '$ref' {ref!r} names no assertionTemplate")
+            raw = self.templates[name]
+        if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+            raise source_error(self.path, f"{where}: an assertion needs a 'type'; got {raw!r}")
+        return raw
+
+    def translated(
+        self, raw: dict[str, Any], where: str, context: dict[str, Any], transforms: list[str]
+    ) -> dict[str, Any] | None:
         if isinstance(raw, dict) and "$ref" in raw:
             ref = str(raw["$ref"])
             name = ref.removeprefix("#/assertionTemplates/")
@@ -221,7 +282,7 @@ class _Importer:
             raise source_error(self.path, f"{where}: an assertion needs a 'type'; got {raw!r}")
         kind, value = raw["type"], _plain(raw.get("value"))
         if kind not in MAPPED and kind not in GRADERS:
-            self.notes.refuse(kind, where, "no evalnb check expresses it")
+            self.notes.refuse(kind, where, UNGRADED)
             return None
         own = raw.get("transform")
         if own is not None and not isinstance(own, str):
@@ -453,7 +514,8 @@ class _Importer:
             if cell.strip() in ("is-json", "contains-json"):
                 return {"type": cell.strip()}
             return {"type": "equals", "value": cell}
-        out: dict[str, Any] = {"type": kind, "value": match["value"]}
+        # promptfoo trims the value after the colon (``icontains: Paris``).
+        out: dict[str, Any] = {"type": kind, "value": match["value"].strip()}
         if match["arg"]:
             try:
                 out["threshold"] = float(match["arg"])
@@ -484,15 +546,16 @@ class _Importer:
         return [transform]
 
     def var_file(self, ref: str, where: str) -> Any:
-        """A ``file://`` var: the file's text, or for a glob (``*``, ``?``, ``[``) the
+        """A ``file://`` var: the file's text (trimmed), or for a glob (``*``, ``?``, ``[``) the
         text of each matching file, one case each (as promptfoo does)."""
+        # promptfoo trims a var file's text.
         if not any(c in ref for c in "*?["):
-            return self.read(ref, where)[1]
+            return self.read(ref, where)[1].strip()
         base = self.path.parent
         matches = globbed(base, ref, where)
         if not matches:
             raise source_error(self.path, f"{where}: the glob {ref!r} matches no file")
-        texts = [self.read(f"file://{p.relative_to(base)}", where)[1] for p in matches]
+        texts = [self.read(f"file://{p.relative_to(base)}", where)[1].strip() for p in matches]
         self.notes.map("vars glob", where, f"{len(texts)} files, one case each")
         return texts
 
@@ -511,7 +574,11 @@ class _Importer:
             self.notes.refuse(f"test option {key!r}", where, "evalnb has no counterpart; left out")
         transforms = self.options(test.get("options"), where) or self.default_transforms
         values = {}
-        for key, value in raw_vars.items():
+        # promptfoo merges defaultTest's vars first, then makes a case per list value.
+        listed = {
+            k: v for k, v in defaults_vars.items() if isinstance(v, list) and k not in raw_vars
+        }
+        for key, value in {**listed, **raw_vars}.items():
             if isinstance(value, str) and value.startswith("file://"):
                 value = self.var_file(value, f"{where}: vars.{key}")
             values[key] = value if isinstance(value, list) else [value]
@@ -539,8 +606,10 @@ class _Importer:
                 metadata["description"] = str(test["description"])
             case["metadata"] = metadata
             before = self.notes.mark()
+            own = test.get("assert")
+            raws = [*(own or []), *self.per_case] if isinstance(own, list) or not own else own
             checks = self.checks(
-                test.get("assert"), f"tests[{n - 1}]", context, set(self.taken), transforms
+                raws or None, f"tests[{n - 1}]", context, set(self.taken), transforms
             )
             if j > 1:
                 # An expanded test's assertions are listed once, not once per case.
@@ -549,6 +618,47 @@ class _Importer:
                 case["checks"] = checks
             cases.append(case)
         return cases
+
+
+_ONE_VAR = re.compile(r"^\s*\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\s*$")
+
+
+def _transcripts(
+    importer: _Importer, variants: list[dict[str, Any]], cases: list[dict[str, Any]]
+) -> None:
+    """List each prompt that is one var whose value is a chat transcript (a JSON message
+    list): promptfoo sends the messages, evalnb sends the text as one user message."""
+    for variant in variants:
+        match = _ONE_VAR.match(str(variant.get("template") or ""))
+        if match is None:
+            continue
+        for case in cases:
+            value = case["vars"].get(match[1])
+            try:
+                parsed = json.loads(value) if isinstance(value, str) else None
+            except ValueError:
+                parsed = None
+            if (
+                isinstance(parsed, list)
+                and parsed
+                and all(isinstance(m, dict) and "role" in m for m in parsed)
+            ):
+                importer.notes.approximate(
+                    f"prompt {variant['name']}",
+                    f"{importer.path}: {case['id']}: vars.{match[1]}",
+                    "its value is a chat transcript: evalnb sends it as one user message, where "
+                    "promptfoo sends the list of messages; write the messages as a chat prompt "
+                    "file (.json/.yaml) to send them as a list",
+                )
+                break
+
+
+def _names_test_vars(raw: Any, default_vars: dict[str, Any]) -> bool:
+    """Whether a defaultTest assertion's text value names a var defaultTest lacks."""
+    value = raw.get("value") if isinstance(raw, dict) else None
+    if not isinstance(value, str) or raw.get("type") in ("llm-rubric", *CODE):
+        return False
+    return any(name not in default_vars for name in _PLAIN_VAR.findall(value))
 
 
 def _default_test(importer: _Importer, raw: Any) -> dict[str, Any]:
@@ -577,6 +687,7 @@ def import_promptfoo(
     repeats: int = 5,
     allow_outside: Iterable[str | os.PathLike[str]] = (),
     limits: Limits | None = None,
+    engine: bool = True,
 ) -> ImportResult:
     """Import a ``promptfooconfig.yaml`` into ``DEST/cases.yaml`` + ``DEST/experiment.toml``;
     the result lists what was imported and each assertion evalnb cannot express.
@@ -586,11 +697,16 @@ def import_promptfoo(
     (default :class:`Limits`: regular files of at most 256 MiB, 1 GiB in all, and at most
     1,000,000 YAML nodes once aliases and list-valued vars are expanded). Every file read
     is listed in ``imported.json``.
+
+    With ``engine`` (the default) and promptfoo installed (``make promptfoo``, the user's own
+    ``promptfoo``, or ``EVALNB_PROMPTFOO``), promptfoo grades the assertions; the others, and
+    all of them without promptfoo, are graded by evalnb's translation and listed as such
+    (``fallback`` in the result and in ``imported.json``).
     """
     path = Path(source)
     sources = Sources(limits, root=path.parent, allow_outside=allow_outside)
     with reading(path):
-        importer = _Importer(path, sources)
+        importer = _Importer(path, sources, find_promptfoo() if engine else None)
         text = sources.text(path, "the promptfoo config")
         lfs_pointer(path, text)
         config = importer.yaml(path, text)
@@ -636,8 +752,14 @@ def _import(
                 f"defaultTest.{key}", where, "evalnb has no counterpart; left out"
             )
         importer.default_transforms = importer.options(default.get("options"), where)
+        shared = default.get("assert")
+        if importer.engine is None and isinstance(shared, list):
+            # evalnb's translation fills values when it imports: one that names a per-test
+            # var goes with each test, as promptfoo renders it for each.
+            importer.per_case = [a for a in shared if _names_test_vars(a, default_vars)]
+            shared = [a for a in shared if not _names_test_vars(a, default_vars)]
         checks = importer.checks(
-            default.get("assert"), "defaultTest", default_vars, taken, importer.default_transforms
+            shared, "defaultTest", default_vars, taken, importer.default_transforms
         )
         if checks:
             defaults["checks"] = checks
@@ -645,7 +767,10 @@ def _import(
     cases = []
     for n, (where, test) in enumerate(importer.test_items(config.get("tests")), start=1):
         cases += importer.case(n, where, test, default_vars)
+    _transcripts(importer, variants, cases)
     result = importer.notes.result("promptfoo", path, importer.sources.files)
+    result.fallback = importer.fallback
+    result.engine = importer.engine.name if importer.engine else None
     return write_suite(
         result,
         dest,

@@ -140,6 +140,9 @@ class Prompts:
                 continue
             if item.startswith("file://"):
                 self.file(item, label, where)
+            elif self.bare_path(item):
+                importer.notes.map("prompt path", where, f"{item} read as a file")
+                self.file(f"file://{item}", label, where)
             else:
                 self.inline(item, label, where)
         variants = []
@@ -155,6 +158,16 @@ class Prompts:
             refused = "; ".join(f"{u.name}: {u.reason}" for u in importer.notes.unsupported[:5])
             raise source_error(importer.path, f"no prompt could be imported ({refused})")
         return variants
+
+    def bare_path(self, item: str) -> bool:
+        """Whether ``item`` is a prompt file named without ``file://`` (promptfoo's older
+        form, ``prompts/tutor.txt``): one line, no template, a known suffix, a file there."""
+        text = item.strip()
+        if "\n" in text or "{{" in text or " " in text:
+            return False
+        if Path(text).suffix not in (*_TEXT_FILES[:-1], *_CHAT_FILES):
+            return False
+        return (self.importer.path.parent / text).is_file()
 
     def add(self, label: str | None, parts: dict[str, str], where: str) -> None:
         converted = {key: _jinja(text) for key, text in parts.items()}
@@ -207,6 +220,11 @@ class Prompts:
             )
             return
         file, text = importer.read(ref, where)
+        listed = _role_lines(text)
+        if listed is not None:
+            # promptfoo reads a text prompt of YAML "- role:" lines as a chat prompt.
+            self.chat(listed, label or file.stem, f"{where} ({file.name})")
+            return
         parts = [p.strip("\n") for p in re.split(r"\n-{3,}\n", text) if p.strip()]
         for j, part in enumerate(parts):
             name = label if label and len(parts) == 1 else f"{file.stem}-{j + 1}"
@@ -251,6 +269,21 @@ class Prompts:
             return
         importer.notes.map("chat prompt", where, "system and template of a variant")
         self.add(label, parts, where)
+
+
+def _role_lines(text: str) -> list[Any] | None:
+    """The messages of a text prompt written as YAML ``- role:`` lines, else None."""
+    if not text.lstrip().startswith("- role:"):
+        return None
+    import yaml  # type: ignore[import-untyped]
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if isinstance(data, list) and all(isinstance(m, dict) and "role" in m for m in data):
+        return data
+    return None
 
 
 def _plain_data(value: Any) -> Any:

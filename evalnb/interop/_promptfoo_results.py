@@ -11,7 +11,9 @@ Both shapes promptfoo has written are read: the current one (``{"evalId", "resul
   numbered in file order;
 - each assertion's result (``gradingResult.componentResults``) is a check named by its
   type; a row without them has one ``promptfoo`` check from ``success``;
-- a row with an ``error`` (or promptfoo's error reason) is incomplete and fails its checks.
+- ``failureReason`` 0 is a pass, 1 an assertion that failed (a completed sample with its
+  checks), 2 an error (an incomplete sample, its checks failed); a row's ``cost`` is kept
+  in its stored response.
 """
 
 from __future__ import annotations
@@ -148,6 +150,17 @@ def _label(row: dict[str, Any], prompts: list[dict[str, Any]]) -> str:
     return str(given or "prompt")
 
 
+def _errored(row: dict[str, Any], error: Any) -> bool:
+    """Whether the row is an error sample: promptfoo's ``failureReason`` 2 (1 is an
+    assertion that failed, whose text promptfoo also puts in ``error``); a file without
+    ``failureReason`` errs when it has an ``error`` and no assertion results."""
+    reason = row.get("failureReason")
+    if isinstance(reason, int | float):
+        return reason == _ERROR_REASON
+    components = _obj(row.get("gradingResult")).get("componentResults")
+    return bool(error) and not components
+
+
 def _checks(row: dict[str, Any], status: str) -> list[CheckResult]:
     """A check per assertion result, named by its type (``-2``, ``-3`` for repeats of a
     type); one ``promptfoo`` check from ``success`` when the row has none."""
@@ -166,7 +179,7 @@ def _checks(row: dict[str, Any], status: str) -> list[CheckResult]:
         score = component.get("score")
         graded = isinstance(score, int | float) and 0 < score < 1
         outcome = passed if isinstance(passed, bool) else None
-        detail = str(component.get("reason") or "") if outcome is not True else ""
+        detail = str(component.get("reason") or "")
         if status != "completed":
             outcome, detail = False, f"incomplete sample: {status}"
         results.append(
@@ -254,7 +267,9 @@ class _Reader:
         response = _obj(row.get("response"))
         answer = _text(response.get("output"))
         error = row.get("error") or response.get("error")
-        status = status_of(bool(error) or row.get("failureReason") == _ERROR_REASON, answer)
+        status = status_of(_errored(row, error), answer)
+        if isinstance(row.get("cost"), int | float) and "cost" not in response:
+            response = {**response, "cost": row["cost"]}
         usage = _obj(response.get("tokenUsage"))
         prompt = str(_obj(row.get("prompt")).get("raw") or self.run.cases[case_id].prompt)
         self.run.add(

@@ -150,6 +150,10 @@ class ImportResult:
     mapped: list[Note] = field(default_factory=list)
     approximated: list[Note] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    #: The engine that grades the imported checks (``promptfoo 0.121.20``), if any.
+    engine: str | None = None
+    #: Each source item graded by evalnb's own translation, not the tool's engine, and why.
+    fallback: list[Note] = field(default_factory=list)
 
     def refusals(self, limit: int = 5) -> str:
         """The first refusals on one line (for a fatal error), or empty text."""
@@ -179,6 +183,8 @@ class ImportResult:
             "approximated": [a.to_dict() for a in self.approximated],
             "unsupported": [u.to_dict() for u in self.unsupported],
             "cases_without_checks": list(self.unchecked),
+            "engine": self.engine,
+            "fallback": [f.to_dict() for f in self.fallback],
         }
 
     def summary(self) -> str:
@@ -192,6 +198,13 @@ class ImportResult:
             lines += [f"  {g['name']} x{g['count']}: {g['how']}" for g in groups[:15]]
             if len(groups) > 15:
                 lines.append(f"  ... and {len(groups) - 15} more kinds (all listed in {RECORD})")
+        if self.engine:
+            lines.append(f"graded by {self.engine}: every check not listed under fallback")
+        if self.fallback:
+            lines.append(f"fallback ({len(self.fallback)}): graded by evalnb's own translation")
+            lines += [f"  {f.where}: {f.name}: {f.how}" for f in self.fallback[:15]]
+            if len(self.fallback) > 15:
+                lines.append(f"  ... and {len(self.fallback) - 15} more (all listed in {RECORD})")
         if self.approximated:
             lines.append(f"approximated ({len(self.approximated)}):")
             lines += [f"  {a.where}: {a.name}: {a.how}" for a in self.approximated[:15]]
