@@ -55,6 +55,7 @@ from evalnb.checks._engine import (
     unique_names,
 )
 from evalnb.checks._judge import JUDGE
+from evalnb.checks._promptfoo import PromptfooEngine, find_promptfoo
 from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
 from evalnb.checks._trust import require_trust
 
@@ -70,6 +71,7 @@ __all__ = [
     "CheckValue",
     "FunctionCheck",
     "Outcome",
+    "PromptfooEngine",
     "SpecCheck",
     "Unscored",
     "arun_checks",
@@ -80,6 +82,7 @@ __all__ = [
     "built_cases",
     "check_types",
     "checks_for",
+    "find_promptfoo",
     "register",
     "require_trust",
     "run_checks",

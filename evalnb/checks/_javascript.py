@@ -110,6 +110,8 @@ const body = (code) => {
   const text = code.trimEnd();
   if (text.includes('\n')) return text;
   const line = text.trim().replace(/;+\s*$/, '');
+  // A line that is a return statement already is the body (promptfoo would fail on it).
+  if (/^return\b/.test(line)) return line;
   if (!/^(const|let|var)\s/.test(line)) return 'return ' + line;
   const at = lastSemicolon(line);
   const tail = at === -1 ? '' : line.slice(at + 1).trim();

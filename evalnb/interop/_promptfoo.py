@@ -30,7 +30,7 @@ import regex
 from evalnb._exceptions import ArgumentError
 from evalnb._types import render_template
 from evalnb.cases import read_yaml, safe_loader
-from evalnb.checks._promptfoo import PromptfooEngine, find_promptfoo
+from evalnb.checks import PromptfooEngine, find_promptfoo
 from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._promptfoo_engine import COMPARED, MODEL_GRADED, engine_reason, engine_spec
 from evalnb.interop._promptfoo_graders import (

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evalnb.checks._promptfoo import PromptfooEngine
+from evalnb.checks import PromptfooEngine
 
 __all__ = ["COMPARED", "KEPT", "MODEL_GRADED", "engine_reason", "engine_spec"]
 

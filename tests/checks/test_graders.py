@@ -85,10 +85,11 @@ def test_python_code_threshold_function_and_errors() -> None:
         ({"code": "output.includes(context.vars.topic) && context.prompt.length > 0"}, True, 1.0),
         ({"code": "const n = output.length;\nreturn n / 100;"}, True, 0.16),
         ({"code": "const r = {pass: false, score: 0.3, reason: 'meh'};\nreturn r;"}, False, 0.3),
-        # promptfoo returns a single line: an IIFE works, a one-line `return` does not.
+        # promptfoo returns a single line: an IIFE works. A line that is a `return` statement
+        # is the body (promptfoo would fail on it; an evalnb check may write it so).
         ({"code": "(() => { const w = output.split(' '); return w.length > 2; })()"}, True, 1.0),
         ({"code": "const s = output; s.startsWith('Ahoy')"}, True, 1.0),
-        ({"code": "return output.length > 0;\n"}, False, None),
+        ({"code": "return output.length > 0;\n"}, True, 1.0),
         ({"code": "module.exports.f = (o, c) => o.length > 100;", "function": "f"}, False, 0.0),
         ({"code": "output.a === 1", "transform": ["JSON.parse('{\"a\": 1}')"]}, True, 1.0),
         ({"code": "output === 1", "transform": ["const o = {a: 1};\nreturn o.a;"]}, True, 1.0),

@@ -149,6 +149,7 @@ def evalnb_run(
         out=tmp / "run",
         judge=judge,
         progress=False,
+        trust_code=True,  # the graders are these tests' own files
     )
     return evalnb.load(tmp / "run"), chosen
 
