@@ -14,6 +14,7 @@ from ._types import Request as Request
 from ._types import Sample as Sample
 from ._types import ToolCall as ToolCall
 from ._types import Variant as Variant
+from .analysis import Best as Best
 from .analysis import Calibration as Calibration
 from .analysis import Decided as Decided
 from .analysis import GatePolicy as GatePolicy
@@ -33,6 +34,7 @@ from .analysis import load as load
 from .analysis import power as power
 from .analysis import ppi_compare as ppi_compare
 from .analysis import ppi_rate as ppi_rate
+from .analysis import race as race
 from .analysis import rates as rates
 from .analysis import scores as scores
 from .analysis import suite_rate as suite_rate

@@ -24,10 +24,13 @@ class CaseOutcomes:
 
 @dataclass(frozen=True)
 class Decision:
-    """A look's answer: whether to stop, and the look as the manifest records it."""
+    """A look's answer: whether to stop, the look as the manifest records it, and which of
+    the rule's variants still draw samples for later cases (``None``: every one; a race
+    names its survivors, and the runner skips the keys of the others)."""
 
     stop: bool
     look: dict[str, Any]
+    active: tuple[str, ...] | None = None
 
 
 @runtime_checkable
@@ -45,7 +48,7 @@ class StoppingRule(Protocol):
 #: The rules a file or a manifest can name, as ``module:class`` of a class whose
 #: ``from_record`` reads the record back. Resolved only when a record names one, so the
 #: runner, which reads manifests, never imports the statistics that define a rule.
-RULES: dict[str, str] = {"decided": "evalnb.analysis:Decided"}
+RULES: dict[str, str] = {"best": "evalnb.analysis:Best", "decided": "evalnb.analysis:Decided"}
 
 
 def rule_from_record(record: Mapping[str, Any]) -> StoppingRule:

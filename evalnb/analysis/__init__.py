@@ -24,6 +24,7 @@ from evalnb.analysis._history import history
 from evalnb.analysis._latency import latency
 from evalnb.analysis._power import power
 from evalnb.analysis._ppi import ppi_compare, ppi_rate
+from evalnb.analysis._race import Best, race
 from evalnb.analysis._rates import proportion_interval, rates
 from evalnb.analysis._runs import compare_runs
 from evalnb.analysis._scores import scores
@@ -31,6 +32,7 @@ from evalnb.analysis._sequence import Decided, confidence_sequence
 from evalnb.analysis._suite import suite_rate
 
 __all__ = [
+    "Best",
     "Calibration",
     "Decided",
     "GatePolicy",
@@ -54,6 +56,7 @@ __all__ = [
     "ppi_compare",
     "ppi_rate",
     "proportion_interval",
+    "race",
     "rates",
     "scores",
     "suite_rate",

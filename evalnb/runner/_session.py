@@ -260,6 +260,9 @@ class _Execution:
                     return  # no new sample; the ones in flight finish and are recorded
                 if self.watch is not None and self.watch.decided:
                     return  # decided: the samples in flight finish and are kept
+                if self.watch is not None and not self.watch.wants(variant.name):
+                    bar.update(1)
+                    continue  # eliminated from a race: no more samples of it
                 sample = await self.attempt(case, variant, repeat, order)
                 await self.record(case, sample)
                 bar.update(1)
@@ -563,7 +566,12 @@ def _planned(
     check_rule(design.until, variants, design.order, cluster)
     drawn = drawn_order(cases, design.seed)
     planned = plan(drawn, variants, design.repeats, design.order, design.seed)
-    watch = Watch(design.until, [c.id for c in drawn], len(variants) * design.repeats)
+    watch = Watch(
+        design.until,
+        [c.id for c in drawn],
+        len(variants) * design.repeats,
+        [v.name for v in variants],
+    )
     return case_major(planned, drawn), watch
 
 

@@ -67,10 +67,20 @@ class Watch:
     """The runner's side of a rule: outcomes per case as samples finish, the looks, and
     why the run stopped."""
 
-    def __init__(self, rule: StoppingRule, drawn: Sequence[str], per_case: int) -> None:
+    def __init__(
+        self,
+        rule: StoppingRule,
+        drawn: Sequence[str],
+        per_case: int,
+        variants: Sequence[str] = (),
+    ) -> None:
         self.rule = rule
         self.drawn = list(drawn)
         self.per_case = per_case
+        # A race drops variants: a case is complete once the variants left have all run it.
+        self.variants = list(variants)
+        self.repeats = per_case // max(1, len(self.variants)) if self.variants else 0
+        self.dropped: set[str] = set()
         self.outcomes: dict[str, dict[str, dict[int, dict[str, bool | None]]]] = {}
         self.finished: dict[str, int] = {}
         self.looked = 0
@@ -92,13 +102,28 @@ class Watch:
     def update(self) -> bool:
         """Look after each newly completed case of the drawn order; True once decided."""
         while not self.decided and self.looked < len(self.drawn):
-            if self.finished.get(self.drawn[self.looked], 0) < self.per_case:
+            if not self._complete(self.drawn[self.looked]):
                 break
             self.looked += 1
             decision = self.rule.look(self._cases(self.looked))
             self.looks.append(decision.look)
             self.decided = decision.stop
+            if decision.active is not None:
+                raced = self.rule.variants or self.variants
+                self.dropped = {v for v in raced if v not in decision.active}
         return self.decided
+
+    def wants(self, variant: str) -> bool:
+        """Whether a key of ``variant`` still runs: not once a race has eliminated it."""
+        return variant not in self.dropped
+
+    def _complete(self, case_id: str) -> bool:
+        if not self.dropped:
+            return self.finished.get(case_id, 0) >= self.per_case
+        by_variant = self.outcomes.get(case_id, {})
+        return all(
+            len(by_variant.get(v, ())) >= self.repeats for v in self.variants if self.wants(v)
+        )
 
     def _cases(self, count: int) -> list[CaseOutcomes]:
         cases = []
@@ -131,7 +156,8 @@ class Watch:
             "order": self.drawn,
             "looks": self.looks,
             "stopped": stopped,
-            "verdicts": self.looks[-1]["comparisons"] if self.looks else [],
+            "verdicts": self.looks[-1].get("comparisons", []) if self.looks else [],
+            "eliminations": [e for look in self.looks for e in look.get("eliminated", [])],
         }
 
 

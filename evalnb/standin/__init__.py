@@ -1,7 +1,8 @@
 """The stand-in model: a seeded OpenAI-compatible server whose true error rates are known.
 
 The demo, the notebooks and the tests run against it, so nothing needs a network or
-a key. Models: ``shop-v1`` (slips 30% of the time), ``shop-v2`` (10%), ``extractor``
+a key. Models: ``shop-v1`` (slips 30% of the time), ``shop-v2`` (10%), ``shop-v3`` to
+``shop-v8`` (35% to 60%, for races), ``extractor``
 (JSON that disagrees more as temperature rises), ``quiz`` (reference, multiple-choice and
 template questions, wrong 30% of the time, 10% when told to check its work), ``notes``,
 ``judge`` (pass/fail or graded) and ``echo``.
