@@ -53,6 +53,7 @@ from .plots import plot_history as plot_history
 from .plots import plot_intervals as plot_intervals
 from .plots import plot_latency as plot_latency
 from .plots import plot_power as plot_power
+from .plots import plot_race as plot_race
 from .plots import plot_sequence as plot_sequence
 from .plots import variant_colors as variant_colors
 from .report import render_report as render_report

@@ -106,11 +106,13 @@ def compare(
     >>> evalnb.compare(run, a="baseline", b="revised")     # doctest: +SKIP
     >>> evalnb.compare(run, a="baseline", b=["short", "polite", "strict"])  # doctest: +SKIP
     """
+    from evalnb.analysis._race import compare_race, is_race
     from evalnb.analysis._sequence import compare_sequence, is_sequential
 
     if is_sequential(data) and by is None and on == "variant":
         # An optionally stopped run: its own sequence, never a fixed-n interval.
-        out = compare_sequence(data, a=a, b=b, check=check, on=on)
+        stopped = compare_race if is_race(data) else compare_sequence
+        out = stopped(data, a=a, b=b, check=check, on=on)
         return display.result(out, display.compare_summary)
     level = _args.level(level)
     _args.choice("mode", mode, MODES)

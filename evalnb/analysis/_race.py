@@ -264,6 +264,13 @@ def _rounded(value: float) -> float | None:
     return None if math.isnan(value) else round(float(value), 6)
 
 
+def is_race(data: Any) -> bool:
+    """Whether ``data`` is one run made with ``until=Best``."""
+    if not (isinstance(data, Run) and len(data.manifests) == 1):
+        return False
+    return ((data.manifest.get("until") or {}).get("rule") or {}).get("rule") == "best"
+
+
 def race_record(data: Run) -> dict[str, Any]:
     """The manifest's record of a race, or an error saying the run was not one."""
     until = data.manifest.get("until") if len(data.manifests) == 1 else None
@@ -362,7 +369,8 @@ def compare_race(data: Run, *, a: str | None, b: Any, check: Any, on: str) -> pd
                 part["diff"].to_numpy(float), alpha=alpha, margin=rule.eps or None, population=None
             ).iloc[-1]
             note = _race_note(gone, a, name, len(looked), len(until.get("order") or []), until)
-            rows.append(_race_row(data, left, right, str(check_name), on, seq, note, len(bs)))
+            family = len(table) - 1
+            rows.append(_race_row(data, left, right, str(check_name), on, seq, note, family))
     if not rows:
         raise ArgumentError(f"no case of this race has scored samples of both {a!r} and {bs!r}")
     return pd.DataFrame(rows)
@@ -404,7 +412,7 @@ def _race_row(
         "p_value": float(seq["p_value"]),
         "p_exact": math.nan,
         "min_p": 0.0,
-        "p_adjusted": min(1.0, float(seq["p_value"]) * family),
+        "p_adjusted": min(1.0, float(seq["p_value"]) * family / 2),
         "correlation": wide["correlation"],
         "note": note,
         "verdict": verdict if verdict != EQUIVALENT else CANT_TELL,
@@ -414,5 +422,5 @@ def _race_row(
         "interval_method": METHOD,
         "unpaired": wide["unpaired"],
         "comparisons": family,
-        "adjust": "bonferroni (2 x delta / (variants - 1) a pair)",
+        "adjust": "bonferroni (each pair at 2 x delta / (variants - 1); p_adjusted against delta)",
     }

@@ -507,10 +507,6 @@ def compare_sequence(data: Run, *, a: str | None, b: Any, check: Any, on: str) -
     """:func:`evalnb.compare` on a run stopped by its sequence: the last look of the same
     sequence, labelled, never a fixed-n interval on an optionally stopped run."""
     until = _until_record(data)
-    if (until.get("rule") or {}).get("rule") == "best":
-        from evalnb.analysis._race import compare_race
-
-        return compare_race(data, a=a, b=b, check=check, on=on)
     seq = sequence_frame(data, a=a, b=b, check=check, on=on)
     last = seq.groupby(["a", "b", "check"], sort=False).tail(1).reset_index(drop=True)
     total = len(until.get("order") or [])
