@@ -19,6 +19,7 @@ from .analysis import Calibration as Calibration
 from .analysis import Decided as Decided
 from .analysis import GatePolicy as GatePolicy
 from .analysis import Run as Run
+from .analysis import UntilSettled as UntilSettled
 from .analysis import agreement as agreement
 from .analysis import calibrate as calibrate
 from .analysis import compare as compare

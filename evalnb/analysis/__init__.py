@@ -29,6 +29,7 @@ from evalnb.analysis._rates import proportion_interval, rates
 from evalnb.analysis._runs import compare_runs
 from evalnb.analysis._scores import scores
 from evalnb.analysis._sequence import Decided, confidence_sequence
+from evalnb.analysis._settled import UntilSettled
 from evalnb.analysis._suite import suite_rate
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "Decided",
     "GatePolicy",
     "Run",
+    "UntilSettled",
     "agreement",
     "calibrate",
     "compare",

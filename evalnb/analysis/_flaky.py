@@ -78,7 +78,9 @@ def flakiness(
         for v, kk, nn, lo, hi in zip(verdict, k, n, low, high, strict=True)
     ]
     out["method"] = METHOD
-    return out.reset_index(drop=True)
+    from evalnb.analysis._settled import settled_intervals
+
+    return settled_intervals(data, out.reset_index(drop=True))
 
 
 def case_verdicts(k: np.ndarray, n: np.ndarray) -> np.ndarray:

@@ -20,9 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number, is_whole
+from evalnb.analysis._frames import Run
 
 __all__ = ["UntilSettled"]
 
@@ -111,3 +113,38 @@ class UntilSettled:
         first = np.where(differs.any(axis=-1), differs.argmax(axis=-1) + 1, self.max)
         out: np.ndarray = np.minimum(first, min(self.needed, self.max))
         return out
+
+
+def settled_intervals(data: Any, frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`evalnb.flakiness` of a run whose repeats a rule settled: its stable cases
+    stopped when their outcomes agreed long enough, so their interval is the rule's
+    anytime-valid one (a fixed-n exact interval is not valid after such a stop); flaky
+    cases keep theirs (both outcomes seen: certainly flaky at any level). Other data
+    passes through unchanged."""
+    record = data.manifest.get("repeats_rule") if isinstance(data, Run) else None
+    if not record or len(data.manifests) != 1:
+        return frame
+    rule = UntilSettled.from_record(record)
+    out = frame.copy()
+    n = out["n"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore"):
+        edge = np.where(n > 0, (rule.alpha / 2) ** (1 / np.maximum(n, 1)), np.nan)
+    passed, failed = out["verdict"] == "stable-pass", out["verdict"] == "stable-fail"
+    out.loc[passed, "low"], out.loc[passed, "high"] = edge[passed.to_numpy()], 1.0
+    out.loc[failed, "low"], out.loc[failed, "high"] = 0.0, 1 - edge[failed.to_numpy()]
+    stable = passed | failed
+    out.loc[stable, "level"] = 1 - rule.alpha / 2
+    out.loc[stable, "detail"] = [
+        f"{'passed' if p else 'failed'} all {int(k)} repeats until settled: rate "
+        f"{'at least' if p else 'at most'} {(lo if p else hi):.0%} (anytime-valid, one-sided "
+        f"{1 - rule.alpha / 2:.1%})"
+        for p, k, lo, hi in zip(
+            passed[stable],
+            out.loc[stable, "n"],
+            out.loc[stable, "low"],
+            out.loc[stable, "high"],
+            strict=True,
+        )
+    ]
+    out.loc[stable, "method"] = f"{METHOD} (anytime-valid interval for a stable case)"
+    return out
