@@ -357,7 +357,7 @@ class _Session:
             )
         self.budget = Budget(design.max_cost, design.max_tokens, design.prices)
         self.cached = None if design.cache is None else ResponseCache(target, design.cache)
-        self.planned, self.watch = _planned(design, cluster)
+        self.planned, self.watch = _planned(design)
         rule = design.repeat_rule
         if rule is not None and cluster is not None:
             raise ArgumentError(
@@ -577,14 +577,12 @@ class _Session:
         return self.tally.result(opened.path, opened.run_id, status, self.budget)
 
 
-def _planned(
-    design: RunDesign, cluster: Any
-) -> tuple[list[tuple[Case, Variant, int]], Watch | None]:
+def _planned(design: RunDesign) -> tuple[list[tuple[Case, Variant, int]], Watch | None]:
     """The keys in the order they run, and the watch of the design's stopping rule."""
     cases, variants = list(design.cases), list(design.variants)
     if design.until is None:
         return plan(cases, variants, design.max_repeats, design.order, design.seed), None
-    check_rule(design.until, variants, design.order, cluster)
+    check_rule(design.until, variants, design.order)
     drawn = drawn_order(cases, design.seed)
     planned = plan(drawn, variants, design.max_repeats, design.order, design.seed)
     watch = Watch(

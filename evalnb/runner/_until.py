@@ -25,7 +25,7 @@ from evalnb._types import Case, CheckResult, Sample, Variant
 __all__ = ["CaseOutcomes", "Decision", "StoppingRule", "Watch", "case_major", "drawn_order"]
 
 
-def check_rule(until: Any, variants: Sequence[Variant], order: str, cluster: Any) -> None:
+def check_rule(until: Any, variants: Sequence[Variant], order: str) -> None:
     """Refuse a rule the run cannot follow, before anything is written."""
     if not isinstance(until, StoppingRule):
         raise TypeError(
@@ -43,8 +43,6 @@ def check_rule(until: Any, variants: Sequence[Variant], order: str, cluster: Any
             "'until' takes the cases in a seeded random order with the variants alternating; "
             f"'order' must be 'alternate'; got {order!r}"
         )
-    if cluster is not None:
-        raise ArgumentError("'until' looks after every case on one machine; not with 'cluster'")
 
 
 def drawn_order(cases: Sequence[Case], seed: int) -> list[Case]:
