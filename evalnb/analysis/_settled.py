@@ -44,7 +44,9 @@ class UntilSettled:
     both passed and failed; stable once its ``n`` identical outcomes make its
     anytime-valid interval exclude every rate from ``tol`` to ``1 - tol``
     (``(1 - tol) ** n <= alpha / 2``). A case that fails at least ``tol`` of the time is called
-    stable with probability at most ``alpha``.
+    stable with probability at most ``alpha``. Every case weighs once in ``rates``,
+    ``suite_rate`` and ``compare``, but a flaky case's own rate is biased towards 1/2 by
+    stopping at its first disagreement (``benchmarks/race.py``): for rates, fix the repeats.
 
     >>> evalnb.UntilSettled(max=10).needed  # identical draws that settle a stable case
     6

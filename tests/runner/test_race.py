@@ -65,6 +65,8 @@ def test_an_eight_variant_shop_race_names_shop_v2_and_records_each_elimination(s
     assert (row["a"], row["b"]) == ("v2", "v1")
     assert "successive elimination" in row["method"] and "eliminated after" in row["note"]
     assert row["verdict"] == "A better" and row["high"] < 0
+    # the report tells the race through compare's note
+    assert "v1 was eliminated after" in evalnb.report_text(evalnb.load(out))
 
 
 def test_a_race_with_eps_stops_once_the_pairs_left_are_within_it(standin, tmp_path):
