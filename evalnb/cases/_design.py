@@ -74,7 +74,7 @@ class JudgeSpec:
 class RunDesign:
     """What a run does: cases x variants x repeats in an order, checked, within limits.
 
-    Build one with :meth:`build` (the keywords of :func:`evalnb.run`), from an experiment
+    Build one with :meth:`build` (the keywords of ``evalnb.run``), from an experiment
     file (:meth:`evalnb.cases.Experiment.design`) or from a manifest
     (:meth:`from_manifest`); every field is validated there. ``cases_file`` is the cases
     file's provenance (path, SHA-256, defaults, the import record), ``None`` for cases
