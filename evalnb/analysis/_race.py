@@ -123,12 +123,13 @@ class Best:
 
     def look(self, cases: Sequence[CaseOutcomes]) -> Decision:
         """The race after ``cases`` (completed, in draw order)."""
-        ids = [c.case_id for c in cases]
         state = self._state
-        if state is None or ids[: len(state.ids)] != state.ids:
+        # The race so far continues only when these cases extend the ones it has seen
+        # (as the runner's looks do); any other call starts it afresh.
+        if state is None or list(cases[: len(state.seen)]) != state.seen:
             names = self._names or tuple(sorted({v for c in cases for v in c.samples}))
             state = self._state = _Race(names, self.eps, self.delta, self.check)
-        state.take(cases[len(state.ids) :])
+        state.take(cases[len(state.seen) :])
         return state.decision(cases)
 
 
@@ -148,7 +149,7 @@ class _Race:
         self.at_up = int(np.argmin(np.abs(grid - (1 + eps) / 2)))
         self.at_down = int(np.argmin(np.abs(grid - (1 - eps) / 2)))
         self.alive = list(names)
-        self.ids: list[str] = []
+        self.seen: list[CaseOutcomes] = []
         self.unit: tuple[str | None, list[CaseOutcomes]] = (None, [])
         self.rates: dict[str, list[float]] = {v: [] for v in names}
         self.units = 0
@@ -158,7 +159,8 @@ class _Race:
         """Take newly looked-at cases; a unit enters the sequences once it is whole (a
         case, or a run of consecutive cases of one group)."""
         for case in new:
-            self.ids.append(case.case_id)
+            self.seen.append(case)
+            # pooled by group when the cases carry one; else each case is its own unit
             key = getattr(case, "group", None) or None
             if self.unit[1] and self.unit[0] != key:
                 self._enter(self.unit[1])
@@ -196,7 +198,7 @@ class _Race:
                 {
                     "variant": name,
                     "by": out[name],
-                    "look": len(self.ids),
+                    "look": len(self.seen),
                     "units": self.units,
                     "rate": _rounded(self._mean(name)),
                 }
