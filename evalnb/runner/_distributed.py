@@ -63,8 +63,8 @@ def _key(entry: tuple[Case, Variant, int]) -> tuple[str, str, int]:
 
 class _Feed:
     """The pending plan handed out a shard at a time, in planned order (the shards of
-    :func:`split` when no rule watches); under a rule, keys of variants it has dropped
-    are skipped as each shard is made."""
+    :func:`split` when no rule reads the run); keys of variants a race has dropped, and
+    repeats of cases already settled, are skipped as each shard is made."""
 
     def __init__(
         self,
@@ -72,16 +72,21 @@ class _Feed:
         session: str,
         size: int,
         watch: Any,
+        settling: Any,
         bar: tqdm[Any],
     ) -> None:
         self.entries = iter(pending)
-        self.session, self.size, self.watch, self.bar = session, size, watch, bar
+        self.session, self.size, self.bar = session, size, bar
+        self.watch, self.settling = watch, settling
         self.made = 0
 
     def next(self) -> Shard | None:
         taken: list[tuple[int, tuple[Case, Variant, int]]] = []
         for order, entry in self.entries:
-            if self.watch is not None and not self.watch.wants(entry[1].name):
+            skip = self.watch is not None and not self.watch.wants(entry[1].name)
+            if self.settling is not None and not skip:
+                skip = not self.settling.wants(entry[0].id, entry[1].name, entry[2])
+            if skip:
                 self.bar.update(1)
                 continue
             taken.append((order, entry))
@@ -162,7 +167,8 @@ class Sharded:
         clone.target = portable(execution.target)
         clone.writer = None
         clone.samples, clone.results = [], []
-        clone.watch = None  # the driver's rule looks between commits; shards only run keys
+        # the driver's rules read the commits; a shard runs the keys it is given
+        clone.watch = clone.settling = None
         return ShardJob(str(run_dir), self.session, clone, concurrency, portable(judge))
 
     async def execute(
@@ -188,9 +194,11 @@ class Sharded:
         # computes it again from the task instead of cancelling every shard that needs it.
         shared = self.client.submit(_the, job, key=f"evalnb-job-{self.session}", pure=False)
         watch = getattr(execution, "watch", None)
-        feed = _Feed(pending, self.session, self.shard_size, watch, bar)
-        # A rule looks between commits: only a few shards ahead of what it has seen.
-        window = len(pending) if watch is None else max(1, self._threads())
+        settling = getattr(execution, "settling", None)
+        feed = _Feed(pending, self.session, self.shard_size, watch, settling, bar)
+        # A rule reads commits: only a few shards ahead of what it has seen.
+        ruled = watch is not None or settling is not None
+        window = max(1, self._threads()) if ruled else len(pending)
         futures: dict[Any, Shard] = {}
 
         def top_up() -> None:
@@ -224,8 +232,11 @@ class Sharded:
                     incomplete += report.get("incomplete", 0)
                     bar.update(len(shard.entries))
                     bar.set_postfix(incomplete=incomplete, shards_left=len(futures), refresh=False)
+                    keys = {_key(entry) for _, entry in shard.entries}
                     if watch is not None:
-                        watch.replay(Path(run_dir), {_key(entry) for _, entry in shard.entries})
+                        watch.replay(Path(run_dir), keys)
+                    if settling is not None:
+                        settling.replay(Path(run_dir), keys)
                 top_up()
         finally:
             if futures:

@@ -359,11 +359,6 @@ class _Session:
         self.cached = None if design.cache is None else ResponseCache(target, design.cache)
         self.planned, self.watch = _planned(design)
         rule = design.repeat_rule
-        if rule is not None and cluster is not None:
-            raise ArgumentError(
-                "'repeats' as a rule reads each case's repeats as they finish, on one machine; "
-                "not with 'cluster'"
-            )
         self.settling = None if rule is None else Settling(rule)
         self.tally = Tally((v.name for v in design.variants), self.budget.prices)
         self.started = store.now()

@@ -1,6 +1,7 @@
-"""A race over a real Dask LocalCluster (two worker processes on 127.0.0.1): the driver's
-rule looks between shard commits and the shards it makes skip eliminated variants; it ends
-as the same race run on one machine; a driver killed mid-race is resumed to the same end."""
+"""Rules over a real Dask LocalCluster (two worker processes on 127.0.0.1): a race's rule
+looks between shard commits and the shards it makes skip eliminated variants, ending as the
+same race on one machine; a driver killed mid-race is resumed to the same end; repeats until
+settled skip the repeats of settled cases as shards are made."""
 
 from __future__ import annotations
 
@@ -153,3 +154,40 @@ def test_a_killed_race_driver_resumes_to_the_same_end(cluster: Any, tmp_path: Pa
     keys = store.read_table(out, "samples", ["case_id", "variant", "repeat"]).to_pylist()
     assert len(keys) == len({tuple(k.values()) for k in keys})  # every key once
     assert kept <= {tuple(k.values()) for k in keys}
+
+
+def flaky_or_not(request: Any) -> str:
+    """c000-c059 always pass, c060-c099 always fail, the rest pass on even repeats only."""
+    i = int(request.case.id[1:])
+    return "ok" if i < 60 or (i >= 100 and request.repeat % 2 == 0) else "no"
+
+
+def test_repeats_until_settled_on_the_cluster_draw_what_they_draw_on_one_machine(
+    cluster: Any, tmp_path: Path
+) -> None:
+    rule = evalnb.UntilSettled(max=10)
+    settings: dict[str, Any] = {"variants": VARIANTS[:2], "repeats": rule, "progress": False}
+    evalnb.run(CASES, Function(flaky_or_not), out=tmp_path / "here", concurrency=1, **settings)
+    evalnb.run(
+        CASES,
+        Function(flaky_or_not),
+        out=tmp_path / "there",
+        cluster=cluster,
+        shard_size=20,
+        **settings,
+    )
+    counts = {}
+    for name in ("here", "there"):
+        samples = store.read_table(tmp_path / name, "samples", ["case_id", "variant"])
+        counts[name] = samples.to_pandas().value_counts().to_dict()
+    # the plan draws every case's repeat r before any case's r + 1 (240 keys a repeat), and
+    # the driver makes a shard once the shards before it have committed, but for the one
+    # still in flight beside it (2 worker threads): its cases may draw a repeat more (two,
+    # were it slower than the next repeat's whole layer of shards)
+    assert set(counts["here"].values()) == {6, 2} and sum(counts["here"].values()) == 2 * (
+        100 * 6 + 20 * 2
+    )
+    assert all(0 <= counts["there"][k] - n <= 2 for k, n in counts["here"].items())
+    assert sum(counts["there"].values()) - sum(counts["here"].values()) <= 2 * 20
+    verdicts = evalnb.flakiness(evalnb.load(tmp_path / "there"))["verdict"].value_counts()
+    assert verdicts.to_dict() == {"stable-pass": 120, "stable-fail": 80, "flaky": 40}

@@ -111,7 +111,7 @@ def test_a_resumed_run_draws_only_what_unsettled_cases_need(tmp_path):
         evalnb.run(CASES, evalnb.Function(_answer), repeats=10, out=out, resume=True)
 
 
-def test_a_repeat_rule_is_refused_beside_until_or_a_cluster():
+def test_a_repeat_rule_is_refused_beside_until_and_checks_its_arguments():
     with pytest.raises(ArgumentError, match="'repeats' as a rule and 'until'"):
         RunDesign.build(CASES, repeats=UntilSettled(), until=evalnb.Best(["a", "b"]))
     for bad in ({"max": 1}, {"alpha": 0.7}, {"tol": 0.8}):
