@@ -285,14 +285,15 @@ def race(data: Run) -> pd.DataFrame:
     """The race of a run made with ``until=evalnb.Best(...)``, one row per variant.
 
     Returns:
-        DataFrame, one row per variant raced (the winner first, then the survivors, then
-        the eliminated in reverse order of elimination), columns ``variant``, ``status``
-        ("best", "left" or "eliminated"), ``eliminated_at`` (the cases looked at when it
-        went; NaN for those left), ``by`` (the variant whose sequence eliminated it),
-        ``cases`` (cases it ran), ``samples`` (its samples), ``rate`` (mean per-unit rate,
-        at its elimination for those eliminated), ``diff``, ``low``, ``high`` (for those
-        left: the sequence of its difference from the leader at the last look, NaN for
-        the rest), ``level`` (1 - the pair's alpha), ``looks``, ``stopped`` and ``method``.
+        DataFrame, one row per variant raced (those left first, then the eliminated in
+        reverse order of elimination), columns ``variant``; ``status`` ("best" when one
+        is left; with several, "leading" for the highest rate and "left"; "eliminated");
+        ``eliminated_at`` (the cases looked at when it went; NaN for those left); ``by``
+        (the variant whose sequence eliminated it); ``cases`` (cases it ran); ``samples``
+        (its samples); ``rate`` (mean per-unit rate, at its elimination for those
+        eliminated); ``diff``, ``low``, ``high`` (for those left: the sequence of its
+        difference from the leader at the last look; NaN for the rest); ``level`` (1 -
+        the pair's alpha); ``looks``; ``stopped``; ``method``.
 
     >>> evalnb.race(evalnb.load("runs/race"))  # doctest: +SKIP
     """
@@ -306,7 +307,8 @@ def race(data: Run) -> pd.DataFrame:
     rows = []
     for name in last.get("alive", []):
         row = survivors.get(name, {})
-        status = "best" if len(last["alive"]) == 1 or name == last.get("leader") else "left"
+        alone, leads = len(last["alive"]) == 1, name == last.get("leader")
+        status = "best" if alone else "leading" if leads else "left"
         rows.append({"variant": name, "status": status, "eliminated_at": math.nan, "by": ""})
         rows[-1].update({k: row.get(k) for k in ("rate", "diff", "low", "high")})
     gone = [e for look in looks for e in look.get("eliminated", [])]

@@ -62,7 +62,7 @@ def plot_race(data: Run | pd.DataFrame, ax: Axes | None = None) -> Axes:
     best = rows[rows["status"] == "best"]
     head = (
         f"{best['variant'].iloc[0]} is best after {looked} cases"
-        if len(best) == 1 and (rows["status"] != "left").all()
+        if len(best) == 1
         else f"{_base.plural(int((rows['status'] != 'eliminated').sum()), 'variant')} left "
         f"after {looked} cases"
     )
@@ -79,8 +79,8 @@ def _lane_label(row: dict[str, Any], gone: bool) -> str:
     shown = "" if rate is None or pd.isna(rate) else f"{100 * float(rate):.0f}%"
     if gone:
         return f"{shown} out after {int(row['eliminated_at'])} cases, by {row['by']}"
-    if row["status"] == "best":
-        return f"{shown} best"
+    if row["status"] in ("best", "leading"):
+        return f"{shown} {row['status']}"
     if pd.isna(row["low"]):
         return shown
     low, high = 100 * float(row["low"]), 100 * float(row["high"])

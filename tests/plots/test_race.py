@@ -46,12 +46,24 @@ def test_each_variant_gets_a_lane_as_long_as_the_cases_it_ran():
 
 def test_variants_left_carry_their_interval_from_the_leader():
     frame = _race_frame()
+    frame.loc[0, "status"] = "leading"
     frame.loc[1, ["status", "eliminated_at", "low", "high"]] = ["left", math.nan, -0.31, 0.02]
     ax = evalnb.plot_race(frame)
-    assert "70%; -31 to +2 points from the leader" in [t.get_text() for t in ax.texts]
+    texts = [t.get_text() for t in ax.texts]
+    assert "70%; -31 to +2 points from the leader" in texts and "90% leading" in texts
     assert ax.get_title(loc="left") == "2 variants left after 40 cases"
 
 
 def test_a_frame_that_is_not_a_race_is_refused():
     with pytest.raises(ValueError, match="race"):
         evalnb.plot_race(pd.DataFrame({"variant": ["a"]}))
+
+
+def test_plot_race_leaves_matplotlibs_settings_as_they_were():
+    import matplotlib.pyplot as plt
+
+    before = (dict(matplotlib.rcParams), plt.isinteractive())
+    fig, ax = plt.subplots()
+    assert evalnb.plot_race(_race_frame(), ax) is ax
+    assert (dict(matplotlib.rcParams), plt.isinteractive()) == before
+    plt.close(fig)
