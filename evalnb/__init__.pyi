@@ -14,10 +14,12 @@ from ._types import Request as Request
 from ._types import Sample as Sample
 from ._types import ToolCall as ToolCall
 from ._types import Variant as Variant
+from .analysis import Best as Best
 from .analysis import Calibration as Calibration
 from .analysis import Decided as Decided
 from .analysis import GatePolicy as GatePolicy
 from .analysis import Run as Run
+from .analysis import UntilSettled as UntilSettled
 from .analysis import agreement as agreement
 from .analysis import calibrate as calibrate
 from .analysis import compare as compare
@@ -33,6 +35,7 @@ from .analysis import load as load
 from .analysis import power as power
 from .analysis import ppi_compare as ppi_compare
 from .analysis import ppi_rate as ppi_rate
+from .analysis import race as race
 from .analysis import rates as rates
 from .analysis import scores as scores
 from .analysis import suite_rate as suite_rate
@@ -51,6 +54,7 @@ from .plots import plot_history as plot_history
 from .plots import plot_intervals as plot_intervals
 from .plots import plot_latency as plot_latency
 from .plots import plot_power as plot_power
+from .plots import plot_race as plot_race
 from .plots import plot_sequence as plot_sequence
 from .plots import variant_colors as variant_colors
 from .report import Report as Report

@@ -10,7 +10,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["RULES", "CaseOutcomes", "Decision", "StoppingRule", "rule_from_record"]
+__all__ = [
+    "REPEAT_RULES",
+    "RULES",
+    "CaseOutcomes",
+    "Decision",
+    "RepeatRule",
+    "StoppingRule",
+    "repeat_rule_from_record",
+    "rule_from_record",
+]
 
 
 @dataclass(frozen=True)
@@ -28,10 +37,13 @@ class CaseOutcomes:
 
 @dataclass(frozen=True)
 class Decision:
-    """A look's answer: whether to stop, and the look as the manifest records it."""
+    """A look's answer: whether to stop, the look as the manifest records it, and which of
+    the rule's variants still draw samples for later cases (``None``: every one; a race
+    names its survivors, and the runner skips the keys of the others)."""
 
     stop: bool
     look: dict[str, Any]
+    active: tuple[str, ...] | None = None
 
 
 @runtime_checkable
@@ -49,7 +61,7 @@ class StoppingRule(Protocol):
 #: The rules a file or a manifest can name, as ``module:class`` of a class whose
 #: ``from_record`` reads the record back. Resolved only when a record names one, so the
 #: runner, which reads manifests, never imports the statistics that define a rule.
-RULES: dict[str, str] = {"decided": "evalnb.analysis:Decided"}
+RULES: dict[str, str] = {"best": "evalnb.analysis:Best", "decided": "evalnb.analysis:Decided"}
 
 
 def rule_from_record(record: Mapping[str, Any]) -> StoppingRule:
@@ -59,4 +71,30 @@ def rule_from_record(record: Mapping[str, Any]) -> StoppingRule:
     if kind not in RULES:
         raise ValueError(f"'until.rule' must be one of {sorted(RULES)!r}; got {kind!r}")
     rule: StoppingRule = pkgutil.resolve_name(RULES[kind]).from_record(record)
+    return rule
+
+
+@runtime_checkable
+class RepeatRule(Protocol):
+    """What ``run(..., repeats=...)`` calls instead of a fixed count: up to ``max`` repeats
+    of a case on a variant, drawn in order while the earlier ones have not settled it."""
+
+    @property
+    def max(self) -> int: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def settled(self, outcomes: Sequence[bool | None]) -> bool: ...
+
+
+#: The repeat rules a manifest can name, as ``module:class`` (as :data:`RULES`).
+REPEAT_RULES: dict[str, str] = {"settled": "evalnb.analysis:UntilSettled"}
+
+
+def repeat_rule_from_record(record: Mapping[str, Any]) -> RepeatRule:
+    """The repeat rule a record describes (``{"rule": "settled", "max": 10, ...}``)."""
+    kind = record.get("rule") if isinstance(record, Mapping) else None
+    if kind not in REPEAT_RULES:
+        raise ValueError(f"'repeats.rule' must be one of {sorted(REPEAT_RULES)!r}; got {kind!r}")
+    rule: RepeatRule = pkgutil.resolve_name(REPEAT_RULES[kind]).from_record(record)
     return rule

@@ -95,7 +95,7 @@ def test_the_guide_documents_calibrate_and_cases_in_python(site: Path) -> None:
 
 def test_every_notebook_has_its_page(site: Path) -> None:
     notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
-    assert len(notebooks) == 8
+    assert len(notebooks) == 9
     for name in notebooks:
         page = site / "notebooks" / f"{name}.html"
         assert page.is_file(), name

@@ -24,6 +24,7 @@ QUICK = {
     "05_real_model.ipynb": "USE_REAL_MODEL = False",  # the committed run: no model needed
     "06_until_decided.ipynb": "COPIES = 25",
     "07_explore.ipynb": "REPEATS = 3",
+    "08_race.ipynb": "COPIES = 30",
 }
 
 
@@ -49,7 +50,7 @@ def test_every_notebook_is_listed():
 
 #: A call that makes a figure: evalnb's plots and matplotlib's own.
 DRAWS = re.compile(
-    r"\bplot_(?:intervals|compare|agreement|latency|power|history)\(|\bplt\.subplots\("
+    r"\bplot_(?:intervals|compare|agreement|latency|power|history|race)\(|\bplt\.subplots\("
 )
 
 

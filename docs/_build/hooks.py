@@ -1,6 +1,6 @@
 """MkDocs hooks for the evalnb site (``mkdocs.yml``, ``hooks:``).
 
-The six notebooks live in ``notebooks/`` at the top of the repository, outside ``docs/``;
+The notebooks live in ``notebooks/`` at the top of the repository, outside ``docs/``;
 ``on_files`` adds them to the site as ``notebooks/NAME.ipynb`` pages, which mkdocs-jupyter
 then renders, so the docs link them as ``notebooks/00_quickstart.ipynb``.
 

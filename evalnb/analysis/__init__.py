@@ -24,18 +24,22 @@ from evalnb.analysis._history import history
 from evalnb.analysis._latency import latency
 from evalnb.analysis._power import power
 from evalnb.analysis._ppi import ppi_compare, ppi_rate
+from evalnb.analysis._race import Best, race
 from evalnb.analysis._rates import proportion_interval, rates
 from evalnb.analysis._runs import compare_runs
 from evalnb.analysis._scores import scores
 from evalnb.analysis._sequence import Decided
+from evalnb.analysis._settled import UntilSettled
 from evalnb.analysis._stopped import confidence_sequence
 from evalnb.analysis._suite import suite_rate
 
 __all__ = [
+    "Best",
     "Calibration",
     "Decided",
     "GatePolicy",
     "Run",
+    "UntilSettled",
     "agreement",
     "calibrate",
     "compare",
@@ -55,6 +59,7 @@ __all__ = [
     "ppi_compare",
     "ppi_rate",
     "proportion_interval",
+    "race",
     "rates",
     "scores",
     "suite_rate",

@@ -113,15 +113,27 @@ def compare(
     >>> evalnb.compare(run, a="baseline", b="revised")     # doctest: +SKIP
     >>> evalnb.compare(run, a="baseline", b=["short", "polite", "strict"])  # doctest: +SKIP
     """
+    from evalnb.analysis._race import compare_race, is_race
     from evalnb.analysis._stopped import compare_sequence, is_sequential, refuse_stopped
 
     if not is_sequential(data):  # several runs, one of them stopped: no sequence spans them
         refuse_stopped(data, "comparison across runs", "evalnb.compare(run) on that run alone")
     else:
         # An optionally stopped run: its own sequence, never a fixed-n interval.
-        given: dict[str, Any] = {"on": on, "mode": mode, "source": source, "level": level}
-        given.update(a=a, b=b, check=check, adjust=adjust)
-        out = compare_sequence(data, _args.names("by", by), **given)
+        if is_race(data):
+            asked: dict[str, Any] = {"by": by, "mode": mode, "source": source, "level": level}
+            defaults = {"by": None, "mode": "random", "source": "checks", "level": 0.95}
+            odd = [k for k, v in asked.items() if v != defaults[k]]
+            if odd:
+                raise ArgumentError(
+                    f"a race is read by its own sequences, at its own level: compare(run, a=, "
+                    f"b=, check=) takes no {odd[0]!r}; got {asked[odd[0]]!r}"
+                )
+            out = compare_race(data, a=a, b=b, check=check, on=on)
+        else:
+            given: dict[str, Any] = {"on": on, "mode": mode, "source": source, "level": level}
+            given.update(a=a, b=b, check=check, adjust=adjust)
+            out = compare_sequence(data, _args.names("by", by), **given)
         return display.result(out, display.compare_summary)
     level = _args.level(level)
     _args.choice("mode", mode, MODES)

@@ -91,7 +91,9 @@ def flakiness(
         for v, kk, nn, ii, lo, hi in zip(verdict, k, n, incomplete, low, high, strict=True)
     ]
     out["method"] = METHOD
-    return out.reset_index(drop=True)
+    from evalnb.analysis._settled import settled_intervals
+
+    return settled_intervals(data, out.reset_index(drop=True))
 
 
 def case_verdicts(k: Any, n: Any, incomplete: Any = 0) -> np.ndarray:

@@ -28,7 +28,7 @@ from typing import Any
 from evalnb._exceptions import ArgumentError, CasesError, StoreError
 from evalnb._numbers import is_whole
 from evalnb._prices import Prices, price_table
-from evalnb._stopping import StoppingRule, rule_from_record
+from evalnb._stopping import RepeatRule, StoppingRule, repeat_rule_from_record, rule_from_record
 from evalnb._types import Case, Variant
 from evalnb.cases._files import file_sha256, load_cases
 from evalnb.checks import Check, CheckSpec, build_check, build_checks, built_cases
@@ -74,7 +74,7 @@ class JudgeSpec:
 class RunDesign:
     """What a run does: cases x variants x repeats in an order, checked, within limits.
 
-    Build one with :meth:`build` (the keywords of :func:`evalnb.run`), from an experiment
+    Build one with :meth:`build` (the keywords of ``evalnb.run``), from an experiment
     file (:meth:`evalnb.cases.Experiment.design`) or from a manifest
     (:meth:`from_manifest`); every field is validated there. ``cases_file`` is the cases
     file's provenance (path, SHA-256, defaults, the import record), ``None`` for cases
@@ -83,7 +83,7 @@ class RunDesign:
 
     cases: tuple[Case, ...]
     variants: tuple[Variant, ...] = (Variant("baseline"),)
-    repeats: int = 1
+    repeats: int | RepeatRule = 1
     order: str = "alternate"
     seed: int = 0
     checks: tuple[Check, ...] = ()
@@ -104,7 +104,7 @@ class RunDesign:
         cases: Sequence[Case] | str | os.PathLike[str],
         *,
         variants: Iterable[Variant | str] | None = None,
-        repeats: int = 1,
+        repeats: int | RepeatRule = 1,
         order: str = "alternate",
         seed: int = 0,
         checks: Iterable[CheckSpec] = (),
@@ -124,7 +124,7 @@ class RunDesign:
         return cls(
             cases=tuple(built),
             variants=tuple(_variants(variants)),
-            repeats=check_whole("repeats", repeats),
+            repeats=repeats if isinstance(repeats, RepeatRule) else check_whole("repeats", repeats),
             order=check_order(order),
             seed=check_seed(seed),
             checks=tuple(build_checks(checks)),
@@ -140,7 +140,21 @@ class RunDesign:
             cases_file=cases_file,
         )
 
+    @property
+    def max_repeats(self) -> int:
+        """The repeats planned per case and variant: ``repeats``, or its rule's ``max``."""
+        return self.repeats.max if isinstance(self.repeats, RepeatRule) else self.repeats
+
+    @property
+    def repeat_rule(self) -> RepeatRule | None:
+        """The rule that settles each case's repeats (``evalnb.UntilSettled``), if any."""
+        return self.repeats if isinstance(self.repeats, RepeatRule) else None
+
     def __post_init__(self) -> None:
+        if self.repeat_rule is not None and self.until is not None:
+            raise ArgumentError(
+                "'repeats' as a rule and 'until' both stop a run early; give one of them"
+            )
         if self.until is not None and not isinstance(self.until, StoppingRule):
             raise TypeError(
                 "'until' must be a stopping rule such as evalnb.Decided(a=..., b=...); "
@@ -169,7 +183,7 @@ class RunDesign:
             "cases": [c.to_dict() for c in self.cases],
             "extra_checks": [c.spec for c in self.checks],
             "variants": [v.to_dict() for v in self.variants],
-            "repeats": self.repeats,
+            "repeats": self.max_repeats,
             "concurrency": self.concurrency,
             "order": {"scheme": self.order, "seed": self.seed},
             "timeout": self.timeout,
@@ -178,6 +192,8 @@ class RunDesign:
             out["judge"] = {"spec": self.judge.to_dict()}
         if self.until is not None:
             out["until"] = {"rule": self.until.describe()}
+        if self.repeat_rule is not None:
+            out["repeats_rule"] = self.repeat_rule.describe()
         if self.max_cost is not None or self.max_tokens is not None or self.prices:
             out["budget"] = {
                 "max_cost": self.max_cost,
@@ -203,7 +219,11 @@ class RunDesign:
             return cls(
                 cases=tuple(cases),
                 variants=tuple(_variant_from(v) for v in manifest["variants"]),
-                repeats=manifest["repeats"],
+                repeats=(
+                    repeat_rule_from_record(manifest["repeats_rule"])
+                    if manifest.get("repeats_rule")
+                    else manifest["repeats"]
+                ),
                 order=order.get("scheme", "alternate"),
                 seed=order.get("seed", 0),
                 checks=tuple(extra),
@@ -229,6 +249,7 @@ class RunDesign:
             "cases": ("cases",),
             "variants": ("variants",),
             "repeats": ("repeats",),
+            "repeats_rule": ("repeats_rule",),
             "order.scheme": ("order", "scheme"),
             "order.seed": ("order", "seed"),
         }

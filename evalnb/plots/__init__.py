@@ -16,6 +16,7 @@ from evalnb.plots._history import plot_history
 from evalnb.plots._intervals import plot_intervals
 from evalnb.plots._latency import plot_latency
 from evalnb.plots._power import plot_power
+from evalnb.plots._race import plot_race
 from evalnb.plots._sequence import plot_sequence
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "plot_intervals",
     "plot_latency",
     "plot_power",
+    "plot_race",
     "plot_sequence",
     "render_png",
     "variant_colors",

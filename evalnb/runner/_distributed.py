@@ -16,6 +16,7 @@ import copy
 import sys
 import urllib.parse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -54,6 +55,48 @@ def split(
 
 def _the(value: Any) -> Any:
     return value
+
+
+def _key(entry: tuple[Case, Variant, int]) -> tuple[str, str, int]:
+    return entry[0].id, entry[1].name, entry[2]
+
+
+class _Feed:
+    """The pending plan handed out a shard at a time, in planned order (the shards of
+    :func:`split` when no rule reads the run); keys of variants a race has dropped, and
+    repeats of cases already settled, are skipped as each shard is made."""
+
+    def __init__(
+        self,
+        pending: Sequence[tuple[int, tuple[Case, Variant, int]]],
+        session: str,
+        size: int,
+        watch: Any,
+        settling: Any,
+        bar: tqdm[Any],
+    ) -> None:
+        self.entries = iter(pending)
+        self.session, self.size, self.bar = session, size, bar
+        self.watch, self.settling = watch, settling
+        self.made = 0
+
+    def next(self) -> Shard | None:
+        taken: list[tuple[int, tuple[Case, Variant, int]]] = []
+        for order, entry in self.entries:
+            skip = self.watch is not None and not self.watch.wants(entry[1].name)
+            if self.settling is not None and not skip:
+                skip = not self.settling.wants(entry[0].id, entry[1].name, entry[2])
+            if skip:
+                self.bar.update(1)
+                continue
+            taken.append((order, entry))
+            if len(taken) == self.size:
+                break
+        if not taken:
+            return None
+        shard = Shard(f"{self.session}-{self.made:06d}", tuple(taken))
+        self.made += 1
+        return shard
 
 
 class Sharded:
@@ -110,6 +153,10 @@ class Sharded:
             },
         }
 
+    def _threads(self) -> int:
+        workers = self.client.scheduler_info().get("workers", {})
+        return int(sum(w.get("nthreads", 0) for w in workers.values()))
+
     def close(self) -> None:
         if self._owned:
             self.client.close()
@@ -120,6 +167,8 @@ class Sharded:
         clone.target = portable(execution.target)
         clone.writer = None
         clone.samples, clone.results = [], []
+        # the driver's rules read the commits; a shard runs the keys it is given
+        clone.watch = clone.settling = None
         return ShardJob(str(run_dir), self.session, clone, concurrency, portable(judge))
 
     async def execute(
@@ -137,20 +186,32 @@ class Sharded:
         workers made are added to it. A shard that still fails after Dask's retries
         stops the run (what committed is kept; resume finishes it).
         """
-        shards = split(pending, self.session, self.shard_size)
-        if not shards:
+        if not pending:
             return
         inner = getattr(judge, "target", judge)
         job = self.job(execution, concurrency, run_dir, inner)
         # A task, not scattered data: if the worker holding the job dies, the scheduler
         # computes it again from the task instead of cancelling every shard that needs it.
         shared = self.client.submit(_the, job, key=f"evalnb-job-{self.session}", pure=False)
-        futures = {
-            self.client.submit(
-                run_shard, shared, shard, key=f"evalnb-shard-{shard.id}", pure=False, retries=2
-            ): shard
-            for shard in shards
-        }
+        watch = getattr(execution, "watch", None)
+        settling = getattr(execution, "settling", None)
+        feed = _Feed(pending, self.session, self.shard_size, watch, settling, bar)
+        # A rule reads commits: only a few shards ahead of what it has seen.
+        ruled = watch is not None or settling is not None
+        window = max(1, self._threads()) if ruled else len(pending)
+        futures: dict[Any, Shard] = {}
+
+        def top_up() -> None:
+            while len(futures) < window and not (watch is not None and watch.decided):
+                shard = feed.next()
+                if shard is None:
+                    return
+                future = self.client.submit(
+                    run_shard, shared, shard, key=f"evalnb-shard-{shard.id}", pure=False, retries=2
+                )
+                futures[future] = shard
+
+        top_up()
         incomplete = 0
         try:
             while futures:
@@ -171,6 +232,12 @@ class Sharded:
                     incomplete += report.get("incomplete", 0)
                     bar.update(len(shard.entries))
                     bar.set_postfix(incomplete=incomplete, shards_left=len(futures), refresh=False)
+                    keys = {_key(entry) for _, entry in shard.entries}
+                    if watch is not None:
+                        watch.replay(Path(run_dir), keys)
+                    if settling is not None:
+                        settling.replay(Path(run_dir), keys)
+                top_up()
         finally:
             if futures:
                 self.client.cancel(list(futures))

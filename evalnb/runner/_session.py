@@ -35,6 +35,7 @@ from evalnb._evidence import canonical_answer, evidence_from
 from evalnb._exceptions import ArgumentError, StoreError, TargetError
 from evalnb._numbers import is_whole
 from evalnb._prices import Prices
+from evalnb._stopping import RepeatRule
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases import ORDERS, JudgeSpec, RunDesign
 from evalnb.checks import Check, CheckSpec, arun_checks, checks_for, require_trust
@@ -43,6 +44,7 @@ from evalnb.runner._budget import Budget
 from evalnb.runner._judging import embeddings_of, judge_target, judging, require_judge
 from evalnb.runner._manifest import check_same_target, new_manifest
 from evalnb.runner._result import RunResult, Tally
+from evalnb.runner._settle import Settling
 from evalnb.runner._until import (
     StoppingRule,
     Watch,
@@ -140,9 +142,11 @@ class _Execution:
         budget: Budget | None = None,
         tally: Tally | None = None,
         watch: Watch | None = None,
+        settling: Settling | None = None,
     ) -> None:
         self.budget = budget
         self.watch = watch
+        self.settling = settling
         self.target = target
         self.canonical = canonical
         self.writer = writer
@@ -227,6 +231,8 @@ class _Execution:
         if self.watch is not None:
             self.watch.add_sample(sample, results)
             self.watch.update()
+        if self.settling is not None:
+            self.settling.add_sample(sample, results)
         if not sample.completed:
             self.incomplete += 1
         if (
@@ -259,6 +265,14 @@ class _Execution:
                     return  # no new sample; the ones in flight finish and are recorded
                 if self.watch is not None and self.watch.decided:
                     return  # decided: the samples in flight finish and are kept
+                if self.watch is not None and not self.watch.wants(variant.name):
+                    bar.update(1)
+                    continue  # eliminated from a race: no more samples of it
+                if self.settling is not None and not self.settling.wants(
+                    case.id, variant.name, repeat
+                ):
+                    bar.update(1)
+                    continue  # the case's earlier repeats settled it
                 sample = await self.attempt(case, variant, repeat, order)
                 await self.record(case, sample)
                 bar.update(1)
@@ -342,7 +356,9 @@ class _Session:
             )
         self.budget = Budget(design.max_cost, design.max_tokens, design.prices)
         self.cached = None if design.cache is None else ResponseCache(target, design.cache)
-        self.planned, self.watch = _planned(design, cluster)
+        self.planned, self.watch = _planned(design)
+        rule = design.repeat_rule
+        self.settling = None if rule is None else Settling(rule)
         self.tally = Tally((v.name for v in design.variants), self.budget.prices)
         self.started = store.now()
 
@@ -433,6 +449,8 @@ class _Session:
         done = store.sample_keys(path)
         if self.watch is not None:
             self.watch.replay(path, done)
+        if self.settling is not None:
+            self.settling.replay(path, done)
         manifest.setdefault("resumes", []).append(
             {
                 "started_at": self.started.isoformat(),
@@ -491,6 +509,7 @@ class _Session:
             budget=self.budget,
             tally=self.tally if local else None,
             watch=self.watch,
+            settling=self.settling,
         )
 
     async def execute(self, opened: _Opened, execution: _Execution, progress: bool) -> str:
@@ -552,17 +571,20 @@ class _Session:
         return self.tally.result(opened.path, opened.run_id, status, self.budget)
 
 
-def _planned(
-    design: RunDesign, cluster: Any
-) -> tuple[list[tuple[Case, Variant, int]], Watch | None]:
+def _planned(design: RunDesign) -> tuple[list[tuple[Case, Variant, int]], Watch | None]:
     """The keys in the order they run, and the watch of the design's stopping rule."""
     cases, variants = list(design.cases), list(design.variants)
     if design.until is None:
-        return plan(cases, variants, design.repeats, design.order, design.seed), None
-    check_rule(design.until, variants, design.order, cluster)
+        return plan(cases, variants, design.max_repeats, design.order, design.seed), None
+    check_rule(design.until, variants, design.order)
     drawn = drawn_order(cases, design.seed)
-    planned = plan(drawn, variants, design.repeats, design.order, design.seed)
-    watch = Watch(design.until, drawn, len(variants) * design.repeats)
+    planned = plan(drawn, variants, design.max_repeats, design.order, design.seed)
+    watch = Watch(
+        design.until,
+        drawn,
+        len(variants) * design.max_repeats,
+        [v.name for v in variants],
+    )
     return case_major(planned, drawn), watch
 
 
@@ -589,7 +611,7 @@ async def arun(
     target: Target,
     *,
     variants: Iterable[Variant | str] | None = None,
-    repeats: int = 1,
+    repeats: int | RepeatRule = 1,
     out: str | os.PathLike[str] | None = None,
     concurrency: int = 8,
     resume: bool = False,
@@ -631,7 +653,8 @@ async def arun(
             objects, or a :class:`~evalnb.RunDesign` (then no other design keyword).
         target: a :class:`~evalnb.targets.Target` (``async complete(request)``).
         variants: :class:`Variant` objects or names; default one variant, ``baseline``.
-        repeats: samples per case and variant.
+        repeats: samples per case and variant, or a rule that draws them one at a time
+            until the case is settled (``evalnb.UntilSettled(max=10)``).
         out: the run directory to create (default ``runs/run-<time>-<hex>``); one that
             exists is refused unless ``resume`` or ``overwrite``.
         concurrency: samples in flight at once.

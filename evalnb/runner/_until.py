@@ -30,7 +30,7 @@ from evalnb._types import Case, CheckResult, Sample, Variant
 __all__ = ["CaseOutcomes", "Decision", "StoppingRule", "Watch", "case_major", "drawn_order"]
 
 
-def check_rule(until: Any, variants: Sequence[Variant], order: str, cluster: Any) -> None:
+def check_rule(until: Any, variants: Sequence[Variant], order: str) -> None:
     """Refuse a rule the run cannot follow, before anything is written."""
     if not isinstance(until, StoppingRule):
         raise TypeError(
@@ -48,8 +48,6 @@ def check_rule(until: Any, variants: Sequence[Variant], order: str, cluster: Any
             "'until' takes the cases in a seeded random order with the variants alternating; "
             f"'order' must be 'alternate'; got {order!r}"
         )
-    if cluster is not None:
-        raise ArgumentError("'until' looks after every case on one machine; not with 'cluster'")
 
 
 def drawn_order(cases: Sequence[Case], seed: int) -> list[Case]:
@@ -78,7 +76,11 @@ class Watch:
     why the run stopped."""
 
     def __init__(
-        self, rule: StoppingRule, drawn: Sequence[Case] | Sequence[str], per_case: int
+        self,
+        rule: StoppingRule,
+        drawn: Sequence[Case] | Sequence[str],
+        per_case: int,
+        variants: Sequence[str] = (),
     ) -> None:
         self.rule = rule
         self.drawn = [c if isinstance(c, str) else c.id for c in drawn]
@@ -87,6 +89,10 @@ class Watch:
         }
         self.unit = "group" if len(set(self.group.values())) < len(self.group) else "case"
         self.per_case = per_case
+        # A race drops variants: a case is complete once the variants left have all run it.
+        self.variants = list(variants)
+        self.repeats = per_case // max(1, len(self.variants)) if self.variants else 0
+        self.dropped: set[str] = set()
         self.outcomes: dict[str, dict[str, dict[int, dict[str, bool | None]]]] = {}
         self.finished: dict[str, int] = {}
         self.looked = 0
@@ -109,7 +115,7 @@ class Watch:
         """Look after each newly completed case of the drawn order (after each completed
         group, when the unit is the group); True once decided."""
         while not self.decided and self.looked < len(self.drawn):
-            if self.finished.get(self.drawn[self.looked], 0) < self.per_case:
+            if not self._complete(self.drawn[self.looked]):
                 break
             self.looked += 1
             if not self._ends_group(self.looked):
@@ -117,6 +123,9 @@ class Watch:
             decision = self.rule.look(self._cases(self.looked))
             self.looks.append(decision.look)
             self.decided = decision.stop
+            if decision.active is not None:
+                raced = self.rule.variants or self.variants
+                self.dropped = {v for v in raced if v not in decision.active}
         return self.decided
 
     def _ends_group(self, count: int) -> bool:
@@ -124,6 +133,18 @@ class Watch:
         if count >= len(self.drawn):
             return True
         return self.group[self.drawn[count]] != self.group[self.drawn[count - 1]]
+
+    def wants(self, variant: str) -> bool:
+        """Whether a key of ``variant`` still runs: not once a race has eliminated it."""
+        return variant not in self.dropped
+
+    def _complete(self, case_id: str) -> bool:
+        if not self.dropped:
+            return self.finished.get(case_id, 0) >= self.per_case
+        by_variant = self.outcomes.get(case_id, {})
+        return all(
+            len(by_variant.get(v, ())) >= self.repeats for v in self.variants if self.wants(v)
+        )
 
     def _cases(self, count: int) -> list[CaseOutcomes]:
         cases = []
@@ -158,7 +179,8 @@ class Watch:
             "unit": self.unit,
             "looks": self.looks,
             "stopped": stopped,
-            "verdicts": self.looks[-1]["comparisons"] if self.looks else [],
+            "verdicts": self.looks[-1].get("comparisons", []) if self.looks else [],
+            "eliminations": [e for look in self.looks for e in look.get("eliminated", [])],
         }
 
 

@@ -5,7 +5,8 @@ a key. Besides OpenAI's chat completions it speaks Anthropic's Messages, OpenAI'
 Gemini's generateContent, Bedrock's Converse and Azure OpenAI's deployment routes, answered
 by the same assistants.
 
-Models: ``shop-v1`` (slips 30% of the time), ``shop-v2`` (10%), ``extractor``
+Models: ``shop-v1`` (slips 30% of the time), ``shop-v2`` (10%), ``shop-v3`` to
+``shop-v8`` (35% to 60%, for races), ``extractor``
 (JSON that disagrees more as temperature rises), ``quiz`` (reference, multiple-choice and
 template questions, wrong 30% of the time, 10% when told to check its work), ``notes``,
 ``judge`` (pass/fail or graded) and ``echo``.

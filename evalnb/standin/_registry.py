@@ -12,13 +12,12 @@ from evalnb.standin._extractor import Extractor
 from evalnb.standin._judge import Judge
 from evalnb.standin._notes import NotesAssistant
 from evalnb.standin._quiz import Quiz
-from evalnb.standin._shop import ShopAssistant
+from evalnb.standin._shop import SLIP_RATES, ShopAssistant
 
 __all__ = ["assistants", "register_assistant"]
 
 _REGISTRY: dict[str, Assistant] = {
-    "shop-v1": ShopAssistant(slip_rate=0.30),
-    "shop-v2": ShopAssistant(slip_rate=0.10),
+    **{name: ShopAssistant(slip_rate=rate) for name, rate in SLIP_RATES.items()},
     "extractor": Extractor(),
     "echo": Echo(),
     "notes": NotesAssistant(),

@@ -1,4 +1,4 @@
-"""``shop-v1`` and ``shop-v2``: a customer-service assistant with a known slip rate.
+"""``shop-v1`` to ``shop-v8``: a customer-service assistant with a known slip rate.
 
 It reads the last user message (case-insensitive keywords, first match wins) and
 answers one of five ways:
@@ -14,10 +14,10 @@ anything else   -                                           never slips
 ==============  ==========================================  ==============================
 
 Each reply slips independently with probability ``slip_rate`` (0.30 for v1, 0.10 for
-v2), whatever the temperature. A good reply passes every check of its case in
-``data/cases/shop.jsonl`` and a slip fails at least one, so the true per-case pass
-rates are exactly 0.70 and 0.90 (0.70 and 0.90 overall too). The wording varies
-between draws so that repeats are not all identical text.
+v2; every variant's in :data:`SLIP_RATES`), whatever the temperature. A good reply passes
+every check of its case in ``data/cases/shop.jsonl`` and a slip fails at least one, so the
+true per-case pass rates are exactly one minus the slip rate (0.70 and 0.90 for v1 and v2,
+overall too). The wording varies between draws so that repeats are not all identical text.
 """
 
 from __future__ import annotations
@@ -31,7 +31,20 @@ from typing import Any
 from evalnb._exceptions import ArgumentError
 from evalnb.standin._assistant import Reply, last_user_text
 
-__all__ = ["ShopAssistant"]
+__all__ = ["SLIP_RATES", "ShopAssistant"]
+
+#: Every shop variant's true slip rate: v2 is the best by 20 points, the rest are worse
+#: than v1 by 5 points each, so a race among all eight has one known winner.
+SLIP_RATES = {
+    "shop-v1": 0.30,
+    "shop-v2": 0.10,
+    "shop-v3": 0.35,
+    "shop-v4": 0.40,
+    "shop-v5": 0.45,
+    "shop-v6": 0.50,
+    "shop-v7": 0.55,
+    "shop-v8": 0.60,
+}
 
 _ORDER_ID = re.compile(r"\b[A-Z]{1,3}-\d{3,}\b", re.IGNORECASE)
 _INJECTION = re.compile(

@@ -68,6 +68,7 @@ DATA = {
     "power": ["pilot"],
     "ppi_compare": ["data"],
     "ppi_rate": ["data"],
+    "race": ["data"],
     "rates": ["data"],
     "scores": ["data"],
     "suite_rate": ["data"],
