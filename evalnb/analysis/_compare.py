@@ -113,28 +113,15 @@ def compare(
     >>> evalnb.compare(run, a="baseline", b="revised")     # doctest: +SKIP
     >>> evalnb.compare(run, a="baseline", b=["short", "polite", "strict"])  # doctest: +SKIP
     """
-    from evalnb.analysis._race import compare_race, is_race
-    from evalnb.analysis._stopped import compare_sequence, is_sequential, refuse_stopped
+    from evalnb.analysis._stopped import is_sequential, refuse_stopped
 
     if not is_sequential(data):  # several runs, one of them stopped: no sequence spans them
         refuse_stopped(data, "comparison across runs", "evalnb.compare(run) on that run alone")
     else:
         # An optionally stopped run: its own sequence, never a fixed-n interval.
-        if is_race(data):
-            asked: dict[str, Any] = {"by": by, "mode": mode, "source": source, "level": level}
-            defaults = {"by": None, "mode": "random", "source": "checks", "level": 0.95}
-            odd = [k for k, v in asked.items() if v != defaults[k]]
-            if odd:
-                raise ArgumentError(
-                    f"a race is read by its own sequences, at its own level: compare(run, a=, "
-                    f"b=, check=) takes no {odd[0]!r}; got {asked[odd[0]]!r}"
-                )
-            out = compare_race(data, a=a, b=b, check=check, on=on)
-        else:
-            given: dict[str, Any] = {"on": on, "mode": mode, "source": source, "level": level}
-            given.update(a=a, b=b, check=check, adjust=adjust)
-            out = compare_sequence(data, _args.names("by", by), **given)
-        return display.result(out, display.compare_summary)
+        given: dict[str, Any] = {"on": on, "mode": mode, "source": source, "level": level}
+        given.update(a=a, b=b, check=check, adjust=adjust)
+        return display.result(_stopped(data, by, given), display.compare_summary)
     level = _args.level(level)
     _args.choice("mode", mode, MODES)
     adjust = _args.choice("adjust", "none" if adjust is None else adjust, ADJUSTMENTS)
@@ -149,6 +136,25 @@ def compare(
         parts.append(_compare_pair(wide, left, right, keys, cluster, mode, level))
     out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     return display.result(_adjust(out, keys, adjust, 1 - level), display.compare_summary)
+
+
+def _stopped(data: Any, by: Any, given: dict[str, Any]) -> pd.DataFrame:
+    """``compare`` on a run a rule stopped: a race by its pairs' sequences (which take no
+    ``by``, ``mode``, ``source`` or ``level`` of their own), else the run's sequence."""
+    from evalnb.analysis._race import compare_race, is_race
+    from evalnb.analysis._stopped import compare_sequence
+
+    if not is_race(data):
+        return compare_sequence(data, _args.names("by", by), **given)
+    asked = {"by": by, "mode": given["mode"], "source": given["source"], "level": given["level"]}
+    defaults = {"by": None, "mode": "random", "source": "checks", "level": 0.95}
+    odd = [k for k, v in asked.items() if v != defaults[k]]
+    if odd:
+        raise ArgumentError(
+            f"a race is read by its own sequences, at its own level: compare(run, a=, b=, "
+            f"check=) takes no {odd[0]!r}; got {asked[odd[0]]!r}"
+        )
+    return compare_race(data, a=given["a"], b=given["b"], check=given["check"], on=given["on"])
 
 
 def _pairs(values: list[str], a: Any, b: Any, on: str) -> list[tuple[str, str]]:
