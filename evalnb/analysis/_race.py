@@ -35,6 +35,7 @@ from evalnb.analysis._sequence import (
     _sequence_of,
     case_rate,
 )
+from evalnb.analysis._stopped import sequence_columns
 from evalnb.analysis._tally import tallies
 
 __all__ = ["Best", "race"]
@@ -442,15 +443,7 @@ def _race_row(
         "repeats_b": wide["repeats_b"],
         "rate_a": wide["rate_a"],
         "rate_b": wide["rate_b"],
-        "diff": float(seq["estimate"]),
-        "se": math.nan,
-        "df": math.nan,
-        "low": float(seq["low"]),
-        "high": float(seq["high"]),
-        "level": float(seq["level"]),
-        "p_value": float(seq["p_value"]),
-        "p_exact": math.nan,
-        "min_p": 0.0,
+        **sequence_columns(seq),
         "p_adjusted": min(1.0, float(seq["p_value"]) * family / 2),
         "correlation": wide["correlation"],
         "note": note,

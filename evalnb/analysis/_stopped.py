@@ -304,15 +304,7 @@ def compare_sequence(
                 "cases": int(row["cases"]),
                 "groups": int(row["groups"]),
                 **wide,
-                "diff": float(row["estimate"]),
-                "se": math.nan,
-                "df": math.nan,
-                "low": float(row["low"]),
-                "high": float(row["high"]),
-                "level": float(row["level"]),
-                "p_value": float(row["p_value"]),
-                "p_exact": math.nan,
-                "min_p": 0.0,
+                **sequence_columns(row),
                 "p_adjusted": min(1.0, float(row["p_value"]) * family),
                 "note": note(int(row["cases"])),
                 "verdict": row["verdict"],
@@ -325,6 +317,22 @@ def compare_sequence(
             }
         )
     return _order(pd.DataFrame(rows), by)
+
+
+def sequence_columns(point: Mapping[str, Any]) -> dict[str, Any]:
+    """A sequence's point (``estimate``, ``low``, ``high``, ``level``, ``p_value``) as
+    ``compare``'s columns: no standard error, no degrees of freedom, no exact test."""
+    return {
+        "diff": float(point["estimate"]),
+        "se": math.nan,
+        "df": math.nan,
+        "low": float(point["low"]),
+        "high": float(point["high"]),
+        "level": float(point["level"]),
+        "p_value": float(point["p_value"]),
+        "p_exact": math.nan,
+        "min_p": 0.0,
+    }
 
 
 def _note(until: Mapping[str, Any], alpha: float, rule: Decided, adjust: str, family: int) -> Any:

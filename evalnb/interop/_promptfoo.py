@@ -272,14 +272,7 @@ class _Importer:
     def translated(
         self, raw: dict[str, Any], where: str, context: dict[str, Any], transforms: list[str]
     ) -> dict[str, Any] | None:
-        if isinstance(raw, dict) and "$ref" in raw:
-            ref = str(raw["$ref"])
-            name = ref.removeprefix("#/assertionTemplates/")
-            if name not in self.templates:
-                raise source_error(self.path, f"{where}: '$ref' {ref!r} names no assertionTemplate")
-            raw = self.templates[name]
-        if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
-            raise source_error(self.path, f"{where}: an assertion needs a 'type'; got {raw!r}")
+        raw = self.resolved(raw, where)
         kind, value = raw["type"], _plain(raw.get("value"))
         if kind not in MAPPED and kind not in GRADERS:
             self.notes.refuse(kind, where, UNGRADED)

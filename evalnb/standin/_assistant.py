@@ -41,6 +41,11 @@ class Reply:
     tool_calls: Sequence[ToolRequest] | None = None
 
 
+#: A request's chat list, and its other body fields (``temperature``, ``tools``...).
+Messages = Sequence[Mapping[str, Any]]
+Params = Mapping[str, Any]
+
+
 class Assistant(Protocol):
     """Anything with ``respond(messages, params, rng) -> Reply``.
 
@@ -49,12 +54,7 @@ class Assistant(Protocol):
     exact draw: use it for every random choice and nothing else.
     """
 
-    def respond(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        params: Mapping[str, Any],
-        rng: random.Random,
-    ) -> Reply: ...
+    def respond(self, messages: Messages, params: Params, rng: random.Random) -> Reply: ...
 
 
 def text_of(message: Mapping[str, Any]) -> str:

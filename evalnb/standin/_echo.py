@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-from evalnb.standin._assistant import Reply, last_user_text
+from evalnb.standin._assistant import Messages, Params, Reply, last_user_text
 
 __all__ = ["Echo"]
 
@@ -14,10 +12,5 @@ __all__ = ["Echo"]
 class Echo:
     """Returns the last user message's text unchanged; it never slips."""
 
-    def respond(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        params: Mapping[str, Any],
-        rng: random.Random,
-    ) -> Reply:
+    def respond(self, messages: Messages, params: Params, rng: random.Random) -> Reply:
         return Reply(last_user_text(messages))

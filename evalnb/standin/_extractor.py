@@ -32,11 +32,10 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from evalnb.standin._assistant import Reply, last_user_text
+from evalnb.standin._assistant import Messages, Params, Reply, last_user_text
 
 __all__ = ["Extractor", "disagreement_rate"]
 
@@ -102,12 +101,7 @@ class Extractor:
     def __repr__(self) -> str:
         return "Extractor()"
 
-    def respond(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        params: Mapping[str, Any],
-        rng: random.Random,
-    ) -> Reply:
+    def respond(self, messages: Messages, params: Params, rng: random.Random) -> Reply:
         prompt = last_user_text(messages)
         invoice = _INVOICE.search(prompt)
         policy = _POLICY.search(prompt)

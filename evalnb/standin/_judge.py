@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-from evalnb.standin._assistant import Reply, last_user_text, text_of
+from evalnb.standin._assistant import Messages, Params, Reply, last_user_text, text_of
 
 __all__ = ["Judge"]
 
@@ -39,12 +37,7 @@ class Judge:
     unclear_rate = 0.05
     error_rate = 0.05
 
-    def respond(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        params: Mapping[str, Any],
-        rng: random.Random,
-    ) -> Reply:
+    def respond(self, messages: Messages, params: Params, rng: random.Random) -> Reply:
         parts = _PARTS.search(last_user_text(messages))
         if parts is None:
             return Reply("I was not given a rubric and an answer to grade.")

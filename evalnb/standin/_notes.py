@@ -63,7 +63,7 @@ from typing import Any
 
 from evalnb._exceptions import ArgumentError
 from evalnb._numbers import is_number
-from evalnb.standin._assistant import Reply, ToolRequest, text_of
+from evalnb.standin._assistant import Messages, Params, Reply, ToolRequest, text_of
 
 __all__ = ["BASELINE", "NEVER", "REVISED", "REVISED_MARKER", "NotesAssistant", "SlipRates"]
 
@@ -382,12 +382,7 @@ class NotesAssistant:
     def __repr__(self) -> str:
         return f"NotesAssistant(baseline={self.baseline!r}, revised={self.revised!r})"
 
-    def respond(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        params: Mapping[str, Any],
-        rng: random.Random,
-    ) -> Reply:
+    def respond(self, messages: Messages, params: Params, rng: random.Random) -> Reply:
         question = _question(messages)
         rates = self.revised if question.revised else self.baseline
         outcomes = _outcomes(messages)

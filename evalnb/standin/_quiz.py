@@ -26,10 +26,9 @@ from __future__ import annotations
 import operator
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from evalnb.standin._assistant import Reply, last_user_text, text_of
+from evalnb.standin._assistant import Messages, Params, Reply, last_user_text, text_of
 
 __all__ = ["FACTS", "Quiz"]
 
@@ -136,12 +135,7 @@ class Quiz:
     error_rate = 0.30
     careful_error_rate = 0.10
 
-    def respond(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        params: Mapping[str, Any],
-        rng: random.Random,
-    ) -> Reply:
+    def respond(self, messages: Messages, params: Params, rng: random.Random) -> Reply:
         text = last_user_text(messages)
         careful = any(_CAREFUL.search(text_of(m)) for m in messages)
         choices = _CHOICE.findall(text)

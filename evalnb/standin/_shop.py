@@ -25,11 +25,9 @@ from __future__ import annotations
 import random
 import re
 import zlib
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 from evalnb._exceptions import ArgumentError
-from evalnb.standin._assistant import Reply, last_user_text
+from evalnb.standin._assistant import Messages, Params, Reply, last_user_text
 
 __all__ = ["SLIP_RATES", "ShopAssistant"]
 
@@ -150,12 +148,7 @@ class ShopAssistant:
     def __repr__(self) -> str:
         return f"ShopAssistant(slip_rate={self.slip_rate!r})"
 
-    def respond(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        params: Mapping[str, Any],
-        rng: random.Random,
-    ) -> Reply:
+    def respond(self, messages: Messages, params: Params, rng: random.Random) -> Reply:
         kind, order = behaviour(last_user_text(messages))
         slipped = rng.random() < self.slip_rate and kind in SLIPS
         template = rng.choice((SLIPS if slipped else GOOD)[kind])

@@ -85,25 +85,11 @@ if TYPE_CHECKING:
     from evalnb.store._verdicts import verdict_history as verdict_history
     from evalnb.store._verdicts import verdicts as verdicts
 
-#: The verdict store's names load on first use: it reads verdicts with pandas, which the
-#: runner's side (``import evalnb.runner``) never loads.
-_VERDICTS = frozenset(
-    (
-        "UNREVIEWED",
-        "RunDirectories",
-        "VerdictStore",
-        "compact_verdicts",
-        "latest_verdicts",
-        "save_verdict",
-        "save_verdicts",
-        "verdict_history",
-        "verdicts",
-    )
-)
-
 
 def __getattr__(name: str) -> Any:
-    if name in _VERDICTS:
+    # The verdict store's names (``TYPE_CHECKING`` above) load on first use: it reads
+    # verdicts with pandas, which the runner's side (``import evalnb.runner``) never loads.
+    if name in __all__:
         from evalnb.store import _verdicts
 
         return getattr(_verdicts, name)
