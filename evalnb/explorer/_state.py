@@ -28,7 +28,7 @@ from evalnb._exceptions import ArgumentError, EvalnbError
 from evalnb.analysis import compare, costs, rates, suite_rate
 from evalnb.analysis._display import cautions_as_warnings
 from evalnb.analysis._frames import Run, load
-from evalnb.analysis._sequence import is_sequential
+from evalnb.analysis._stopped import holds_stopped
 from evalnb.analysis._story import story
 from evalnb.analysis._tally import ALL, Outcome, sample_positions
 from evalnb.explorer._diff import word_diff
@@ -190,9 +190,10 @@ class ExploreState:
         try:
             with cautions_as_warnings(), warnings.catch_warnings(record=True):
                 warnings.simplefilter("always")
-                # A run stopped by its sequence is compared by that sequence, as compare()
-                # does; any other from the tallies already made.
-                data = self.run if is_sequential(self.run) else self._counts
+                # A run stopped by its sequence is compared by that sequence, and runs one of
+                # which was stopped are refused, as compare() does; any other from the
+                # tallies already made.
+                data = self.run if holds_stopped(self.run) else self._counts
                 frame = compare(data, a=a, b=b, check=self.check, level=self.level)
         except EvalnbError as exc:
             return f"no comparison of {b} with {a}: {exc}", ""

@@ -41,6 +41,7 @@ from evalnb.analysis import _display as display
 from evalnb.analysis._flaky import case_verdicts
 from evalnb.analysis._format import interval_text, number, share, signed, text_table
 from evalnb.analysis._sequence import is_sequential
+from evalnb.analysis._stopped import holds_stopped
 from evalnb.analysis._story import p_phrase, story
 from evalnb.analysis._tally import ALL
 
@@ -367,6 +368,12 @@ def _suite_section(run: Run, check: str, level: float) -> Section:
         "repeats are draws inside it), clustered by case group"
     ]
     notes += [str(w.message).removeprefix("suite_rate: ") for w in _args.own_warnings(caught)]
+    if holds_stopped(run):
+        notes.append(
+            "the run was stopped by its sequence (until=): these rates describe the cases it "
+            "ran before it stopped, and their intervals are fixed-n ones; what the run decided "
+            "is the comparison's anytime-valid sequence"
+        )
     verdicts = [
         f"suite rate of {' · '.join(str(r[k]) for k in by)} on {check}: "
         f"{share(r['k'], r['samples'])} samples, {number(r['estimate'])} "

@@ -171,3 +171,19 @@ def test_an_export_with_intervals_refuses_a_stopped_run(stopped: Path, tmp_path:
 
     with pytest.raises(ArgumentError, match=r"a fixed-n interval in an export is not valid"):
         export_eee(stopped, tmp_path / "eee")
+
+
+def test_the_explorer_and_the_report_read_a_stopped_run_by_its_sequence(
+    stopped: Path, tmp_path: Path
+) -> None:
+    """The explorer's line is compare's: the sequence on the stopped run alone, a refusal
+    beside another run; the report says its per-variant rates are fixed-n ones."""
+    from evalnb.explorer import ExploreState
+
+    alone = ExploreState(evalnb.load(stopped))
+    assert "anytime-valid" in alone.story, alone.story
+    other = counts_run(tmp_path / "other", {"v1": [1, 2], "v2": [2, 2]}, 2)
+    together = ExploreState(evalnb.load([stopped, other]))
+    assert together.story.startswith("no comparison of v2 with v1: "), together.story
+    assert "stopped by its sequence" in together.story
+    assert "their intervals are fixed-n ones" in evalnb.report_text(evalnb.load(stopped))
