@@ -36,7 +36,7 @@ from evalnb.analysis import _display as display
 from evalnb.analysis._exact import MAX_EXACT, sign_flip_p
 from evalnb.analysis._frames import KEY, Run, load
 from evalnb.analysis._rates import proportion_interval
-from evalnb.analysis._tally import Outcome, case_field, check_outcomes, sample_positions
+from evalnb.analysis._tally import OutcomeCode, case_field, check_outcomes, sample_positions
 from evalnb.store import VERDICTS, latest_verdicts
 
 __all__ = ["Calibration", "calibrate"]
@@ -261,8 +261,8 @@ def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
     verdicts = verdicts[position >= 0].reset_index(drop=True)
     position = position[position >= 0]
     code = codes[position]
-    outcome = pd.array(code == Outcome.PASS, dtype="boolean")
-    outcome[code > Outcome.PASS] = pd.NA
+    outcome = pd.array(code == OutcomeCode.PASS, dtype="boolean")
+    outcome[code > OutcomeCode.PASS] = pd.NA
     pairs = pd.DataFrame({c: verdicts[c].astype(object) for c in KEY if c != "repeat"})
     pairs["repeat"] = verdicts["repeat"].to_numpy()
     pairs = pairs[KEY]
@@ -272,9 +272,9 @@ def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
     pairs["reason"] = verdicts["reason"].astype(object).to_numpy()
     pairs["detail"] = _details(rows, position)
     pairs["unit"] = case_field(run, pairs, "group") if len(pairs) else []
-    scored = int((codes <= Outcome.PASS).sum())
+    scored = int((codes <= OutcomeCode.PASS).sum())
     reviewed_scored = (
-        pd.Series(code <= Outcome.PASS).groupby(pairs["annotator"].to_numpy()).sum().astype(int)
+        pd.Series(code <= OutcomeCode.PASS).groupby(pairs["annotator"].to_numpy()).sum().astype(int)
     )
     unreviewed = {a: scored - int(k) for a, k in reviewed_scored.items()}
     return pairs, unreviewed

@@ -37,7 +37,7 @@ from evalnb.analysis._cluster import group_ids
 from evalnb.analysis._compare import A_BETTER, B_BETTER, CANT_TELL
 from evalnb.analysis._frames import KEY, Run, load
 from evalnb.analysis._tally import (
-    Outcome,
+    OutcomeCode,
     case_field,
     check_outcomes,
     require_cases,
@@ -398,9 +398,11 @@ def _samples(data: Any, check: str, by: list[str], annotator: Any) -> pd.DataFra
     verdicts = _pick(verdicts, wanted)
     position = sample_positions(samples, verdicts) if len(verdicts) else np.zeros(0, np.int64)
     human = _human_per_sample(verdicts["verdict"], position, len(samples))
-    scored = codes <= Outcome.PASS
+    scored = codes <= OutcomeCode.PASS
     frame = samples.loc[scored, [c for c in dict.fromkeys(["run_id", "case_id", *by])]]
-    frame = frame.assign(judge=(codes[scored] == Outcome.PASS).astype(float), human=human[scored])
+    frame = frame.assign(
+        judge=(codes[scored] == OutcomeCode.PASS).astype(float), human=human[scored]
+    )
     frame["unit"] = case_field(run, frame, "group") if len(frame) else []
     for column in [*by, "case_id"]:
         frame[column] = frame[column].astype(object)

@@ -1,7 +1,7 @@
 """From stored outcomes to tallies: the one place that decides what is counted.
 
 Every rate is built from *rows*, one per (sample, check), or per (sample, annotator)
-for human verdicts. Each row has an :class:`Outcome` and its sample either completed or
+for human verdicts. Each row has an :class:`OutcomeCode` and its sample either completed or
 not; :func:`classify` turns the two into the row's class, and a group's tallies are the
 counts of its rows per class:
 
@@ -50,7 +50,7 @@ CASE_FIELDS = ("group", "split", "tags", "review", "agreement_min")
 _CHECK_LEVEL = ("check", "check_type", "outcome", "detail")
 
 
-class Outcome(IntEnum):
+class OutcomeCode(IntEnum):
     """What one row says: a check's outcome, a person's verdict, or a sample's ``all``.
 
     Ordered so that the smallest outcome among a sample's check rows is its ``all``: any
@@ -67,15 +67,15 @@ class Outcome(IntEnum):
     @property
     def label(self) -> str:
         """How a person reads it in a list: ``fail``, ``pass``, ``unscored``, ``none``."""
-        return "none" if self is Outcome.ABSENT else self.name.lower()
+        return "none" if self is OutcomeCode.ABSENT else self.name.lower()
 
 
 #: Row classes: 2 * outcome + (1 if the sample did not complete), see :func:`classify`.
-CLASSES = 2 * len(Outcome)
+CLASSES = 2 * len(OutcomeCode)
 
 
 def classify(outcome: np.ndarray, incomplete: np.ndarray) -> np.ndarray:
-    """The class each row is counted in: its :class:`Outcome` and whether its sample
+    """The class each row is counted in: its :class:`OutcomeCode` and whether its sample
     completed, as ``2 * outcome + incomplete`` (int8, ``0 <= class < CLASSES``).
 
     This is the one rule behind every tally: ``k`` counts PASS rows, ``n`` PASS and FAIL
@@ -87,26 +87,28 @@ def classify(outcome: np.ndarray, incomplete: np.ndarray) -> np.ndarray:
 
 
 def check_outcome(outcome: pd.Series) -> np.ndarray:
-    """Check outcomes as :class:`Outcome` codes (int8): False FAIL, True PASS, null UNSCORED."""
-    return np.asarray(outcome.astype("boolean").to_numpy(dtype=np.int8, na_value=Outcome.UNSCORED))
+    """Check outcomes as :class:`OutcomeCode` codes (int8): False FAIL, True PASS, null UNSCORED."""
+    return np.asarray(
+        outcome.astype("boolean").to_numpy(dtype=np.int8, na_value=OutcomeCode.UNSCORED)
+    )
 
 
 def verdict_outcome(verdict: pd.Series) -> np.ndarray:
-    """Verdicts as :class:`Outcome` codes (int8): ``pass``, ``fail``, ``needs_review``
+    """Verdicts as :class:`OutcomeCode` codes (int8): ``pass``, ``fail``, ``needs_review``
     UNSCORED, no verdict ABSENT."""
     value = verdict.astype(object)
     return np.select(
         [value.eq("pass"), value.eq("fail"), value.eq("needs_review")],
-        [Outcome.PASS, Outcome.FAIL, Outcome.UNSCORED],
-        default=Outcome.ABSENT,
+        [OutcomeCode.PASS, OutcomeCode.FAIL, OutcomeCode.UNSCORED],
+        default=OutcomeCode.ABSENT,
     ).astype(np.int8)
 
 
 def every_check(outcome: np.ndarray, sample: np.ndarray, samples: int) -> np.ndarray:
     """Per sample (``samples`` of them), the derived ``all`` of its rows' outcomes: the
-    smallest (see :class:`Outcome`); ABSENT for a sample with no row. ``sample`` holds
+    smallest (see :class:`OutcomeCode`); ABSENT for a sample with no row. ``sample`` holds
     each row's sample position."""
-    every = np.full(samples, Outcome.ABSENT, dtype=np.int8)
+    every = np.full(samples, OutcomeCode.ABSENT, dtype=np.int8)
     np.minimum.at(every, sample, outcome)
     return every
 
@@ -127,7 +129,7 @@ def classify_checks(
     every = every_check(outcome, sample, samples)
     broken = np.zeros(samples, dtype=bool)
     broken[sample[incomplete]] = True
-    present = np.flatnonzero(every != Outcome.ABSENT).astype(sample.dtype)
+    present = np.flatnonzero(every != OutcomeCode.ABSENT).astype(sample.dtype)
     return rows, present, classify(every[present], broken[present])
 
 
@@ -236,14 +238,14 @@ def _count(
 
 def _counts_frame(table: np.ndarray, source: str) -> dict[str, np.ndarray]:
     """The counts of each group from its rows per class (see :func:`classify`)."""
-    per = {o: table[:, 2 * o] + table[:, 2 * o + 1] for o in Outcome}
-    out = {"k": per[Outcome.PASS], "n": per[Outcome.PASS] + per[Outcome.FAIL]}
+    per = {o: table[:, 2 * o] + table[:, 2 * o + 1] for o in OutcomeCode}
+    out = {"k": per[OutcomeCode.PASS], "n": per[OutcomeCode.PASS] + per[OutcomeCode.FAIL]}
     if source == "checks":
-        out["unscored"] = per[Outcome.UNSCORED]
+        out["unscored"] = per[OutcomeCode.UNSCORED]
     else:
-        out["needs_review"] = per[Outcome.UNSCORED]
-        out["unreviewed"] = per[Outcome.ABSENT]
-    out["incomplete"] = table[:, 2 * Outcome.FAIL + 1] + table[:, 2 * Outcome.PASS + 1]
+        out["needs_review"] = per[OutcomeCode.UNSCORED]
+        out["unreviewed"] = per[OutcomeCode.ABSENT]
+    out["incomplete"] = table[:, 2 * OutcomeCode.FAIL + 1] + table[:, 2 * OutcomeCode.PASS + 1]
     return out
 
 
@@ -327,7 +329,7 @@ def _check_rows(run: Run) -> pd.DataFrame:
 
 
 def check_outcomes(run: Run, check: str | None) -> tuple[np.ndarray, pd.DataFrame]:
-    """Per sample (positions in ``run.table("samples")``) the :class:`Outcome` of ``check``.
+    """Per sample (positions in ``run.table("samples")``) the :class:`OutcomeCode` of ``check``.
 
     ``check`` is a check name, a check type (every check of that type), ``"all"``, or
     None (``"all"``); a sample with several such checks has their ``all``

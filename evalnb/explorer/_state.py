@@ -30,7 +30,7 @@ from evalnb.analysis._display import cautions_as_warnings
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._stopped import holds_stopped
 from evalnb.analysis._story import story
-from evalnb.analysis._tally import ALL, Outcome, sample_positions
+from evalnb.analysis._tally import ALL, OutcomeCode, sample_positions
 from evalnb.explorer._diff import word_diff
 from evalnb.explorer._grid import CELL_FIELDS, Grid, build_grid, sort_grid
 from evalnb.review import SampleFilters, SampleIndex, SampleKey, SearchError
@@ -366,7 +366,7 @@ class ExploreState:
         s, t = self._samples, self.index.texts()
         answer, prompt = _text(t["answer"].iat[position]), _text(t["prompt"].iat[position])
         checks = [
-            [name, Outcome(outcome).label, _text(detail)[:TEXT_CHARS]]
+            [name, OutcomeCode(outcome).label, _text(detail)[:TEXT_CHARS]]
             for name, outcome, detail in self.index.checks_of(position)
         ]
         cost = self._cost[position] if self._cost is not None else math.nan
@@ -386,7 +386,7 @@ class ExploreState:
             "prompt_tokens": _plain(s["prompt_tokens"].iat[position]),
             "completion_tokens": _plain(s["completion_tokens"].iat[position]),
             "cost": _plain(cost),
-            "outcome": Outcome(self._outcome[position]).label,
+            "outcome": OutcomeCode(self._outcome[position]).label,
             "checks": checks,
             "requested": _actions(t["requested"].iat[position], ran=False),
             "executed": _actions(t["executed"].iat[position], ran=True),
@@ -432,7 +432,7 @@ class ExploreState:
             frame[column] = s[column].to_numpy()
         for column in ("prompt", "answer", "error"):
             frame[column] = t[column].to_numpy()
-        frame["outcome"] = [Outcome(o).label for o in self._outcome[at].tolist()]
+        frame["outcome"] = [OutcomeCode(o).label for o in self._outcome[at].tolist()]
         frame["verdict"] = [self.index.verdict_of(p) or "" for p in at.tolist()]
         return frame
 
@@ -445,7 +445,7 @@ class ExploreState:
         cell = codes["case_id"].astype(np.int64) * len(variants) + codes["variant"]
         counts = {
             name: np.bincount(cell[verdict == code], minlength=len(cases) * len(variants))
-            for name, code in (("human_pass", Outcome.PASS), ("human_fail", Outcome.FAIL))
+            for name, code in (("human_pass", OutcomeCode.PASS), ("human_fail", OutcomeCode.FAIL))
         }
         index = pd.MultiIndex.from_product([cases, variants], names=["case_id", "variant"])
         return pd.DataFrame(counts, index=index).reset_index()

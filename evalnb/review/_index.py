@@ -5,8 +5,8 @@ need, each as an array aligned with the samples it read (a *position* is a row o
 ``index.samples``, as of ``run.table("samples")``):
 
 - the key codes (``run_id``, ``case_id``, ``variant``) and ``repeat``, and key <-> position;
-- per sample the :class:`~evalnb.analysis._tally.Outcome` of a check, tallied once a check;
-- an annotator's latest verdicts (or everyone's latest), in the same Outcome codes, the
+- per sample the :class:`~evalnb.analysis._tally.OutcomeCode` of a check, tallied once a check;
+- an annotator's latest verdicts (or everyone's latest), in the same OutcomeCode codes, the
   one verdict encoding (``pass`` PASS, ``fail`` FAIL, ``needs_review`` UNSCORED, none
   ABSENT, as the tallies count them): "verdict ≠ check" compares two arrays;
 - the filters (:class:`SampleFilters`) and the word search, each a mask over the samples.
@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis._frames import Run
-from evalnb.analysis._tally import ALL, Outcome, check_outcome, check_outcomes, verdict_outcome
+from evalnb.analysis._tally import ALL, OutcomeCode, check_outcome, check_outcomes, verdict_outcome
 from evalnb.review._search import Labels, Texts, search
 from evalnb.store import KEY, UNREVIEWED, VERDICTS, VerdictStore, latest_verdicts
 
@@ -48,7 +48,7 @@ __all__ = [
     "verdict_word",
 ]
 
-#: Each verdict as its :class:`Outcome` code, the code the tallies count it by.
+#: Each verdict as its :class:`OutcomeCode` code, the code the tallies count it by.
 VERDICT_CODES: dict[str, int] = dict(
     zip(VERDICTS, verdict_outcome(pd.Series(VERDICTS)).tolist(), strict=True)
 )
@@ -73,7 +73,7 @@ class SampleKey(TypedDict):
 def verdict_code(verdict: str) -> int:
     """The code kept per sample for a saved value; ``unreviewed`` (taken back) is ABSENT."""
     if verdict == UNREVIEWED:
-        return int(Outcome.ABSENT)
+        return int(OutcomeCode.ABSENT)
     if verdict not in VERDICT_CODES:
         options = ", ".join(repr(v) for v in VERDICTS)
         raise ArgumentError(f"'verdict' must be one of {options}; got {verdict!r}")
@@ -213,7 +213,7 @@ class SampleIndex:
     # -- outcomes -------------------------------------------------------------------------
 
     def outcome(self, check: str | None = ALL) -> np.ndarray:
-        """Per sample the :class:`Outcome` of ``check`` (a name, a type, or ``"all"``)."""
+        """Per sample the :class:`OutcomeCode` of ``check`` (a name, a type, or ``"all"``)."""
         check = ALL if check is None else check
         with self._building:
             if check not in self._outcomes:
@@ -221,7 +221,7 @@ class SampleIndex:
             return self._outcomes[check]
 
     def checks_of(self, position: int) -> list[tuple[str, int, Any]]:
-        """(name, :class:`Outcome` code, detail) of each check of the sample at ``position``."""
+        """(name, :class:`OutcomeCode` code, detail) of each check of the sample at ``position``."""
         at, names, outcomes, details = self._check_rows()
         start = int(np.searchsorted(at, position, "left"))
         end = int(np.searchsorted(at, position, "right"))
@@ -255,7 +255,7 @@ class SampleIndex:
 
     def load_verdicts(self) -> None:
         """The latest verdict per sample, read again from the run's directories."""
-        self.verdict = np.full(len(self.samples), Outcome.ABSENT, dtype=np.int8)
+        self.verdict = np.full(len(self.samples), OutcomeCode.ABSENT, dtype=np.int8)
         self._reason: dict[int, str] = {}
         self._saved_at: dict[int, dt.datetime] = {}
         self._by: dict[int, str] = {}
@@ -304,7 +304,7 @@ class SampleIndex:
         self.verdict[position] = code
         for kept in (self._reason, self._saved_at, self._by):
             kept.pop(position, None)
-        if code == Outcome.ABSENT:
+        if code == OutcomeCode.ABSENT:
             return
         self._reason[position], self._by[position] = reason, by
         if saved_at is not None:
@@ -357,16 +357,16 @@ class SampleIndex:
         if f.incomplete:
             keep &= self.incomplete
         if f.reviewed:
-            keep &= self.verdict != Outcome.ABSENT
+            keep &= self.verdict != OutcomeCode.ABSENT
         if f.unreviewed:
-            keep &= self.verdict == Outcome.ABSENT
+            keep &= self.verdict == OutcomeCode.ABSENT
         if not (f.failing or f.disagree or f.flaky or f.changed):
             return keep
         outcome = self.outcome(check)
         if f.failing:
-            keep &= outcome == Outcome.FAIL
+            keep &= outcome == OutcomeCode.FAIL
         if f.disagree:
-            judged = (self.verdict <= Outcome.PASS) & (outcome <= Outcome.PASS)
+            judged = (self.verdict <= OutcomeCode.PASS) & (outcome <= OutcomeCode.PASS)
             keep &= judged & (self.verdict != outcome)
         if f.flaky or f.changed:
             k, n = self._cells(ALL if check is None else check)
@@ -391,8 +391,8 @@ class SampleIndex:
             size = len(self.samples["case_id"].cat.categories) * len(
                 self.samples["variant"].cat.categories
             )
-            k = np.bincount(cell[outcome == Outcome.PASS], minlength=size)
-            n = np.bincount(cell[outcome <= Outcome.PASS], minlength=size)
+            k = np.bincount(cell[outcome == OutcomeCode.PASS], minlength=size)
+            n = np.bincount(cell[outcome <= OutcomeCode.PASS], minlength=size)
             self._cell_counts[check] = k, n
         return self._cell_counts[check]
 
@@ -454,9 +454,9 @@ class SampleIndex:
             values, codes = np.unique(self.repeat, return_inverse=True)
             return Labels([f"r{v}" for v in values.tolist()], codes)
         if name == "checks":
-            return Labels([o.label for o in Outcome], self.outcome(ALL))
+            return Labels([o.label for o in OutcomeCode], self.outcome(ALL))
         if name == "verdict":
-            return Labels([_WORDS.get(o, "") for o in range(len(Outcome))], self.verdict)
+            return Labels([_WORDS.get(o, "") for o in range(len(OutcomeCode))], self.verdict)
         column = self.samples[name]
         return Labels([str(c) for c in column.cat.categories], column.cat.codes.to_numpy())
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from evalnb._exceptions import ArgumentError
-from evalnb.analysis._tally import Outcome
+from evalnb.analysis._tally import OutcomeCode
 from evalnb.review._index import SampleIndex, SampleKey
 from evalnb.store import SAMPLES_SCHEMA
 
@@ -101,9 +101,9 @@ class Queue:
 
 
 _OUTCOME_VALUES: dict[int, bool | None] = {
-    Outcome.FAIL: False,
-    Outcome.PASS: True,
-    Outcome.UNSCORED: None,
+    OutcomeCode.FAIL: False,
+    OutcomeCode.PASS: True,
+    OutcomeCode.UNSCORED: None,
 }
 
 

@@ -38,7 +38,7 @@ import pandas as pd
 
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis._frames import Run, load
-from evalnb.analysis._tally import ALL, Outcome
+from evalnb.analysis._tally import ALL, OutcomeCode
 from evalnb.review._drafts import DraftBook, DraftKey
 from evalnb.review._index import (
     LABEL_FIELDS,
@@ -54,7 +54,7 @@ __all__ = ["LIST_SORTS", "ReviewState"]
 
 #: How :meth:`ReviewState.listing` can sort the samples.
 LIST_SORTS = ("order", "case_id", "variant", "status", "checks", "verdict")
-_NONE = Outcome.ABSENT
+_NONE = OutcomeCode.ABSENT
 _SCAN = 1024
 
 # The states of one annotator on one set of runs, and their drafts: what one panel saves
@@ -325,8 +325,8 @@ class ReviewState:
         if search.split():
             found = self.index.search(search, fields=LABEL_FIELDS)[rows]
             at, rows = at[found], rows[found]
-        samples, labels = self.index.samples, np.array([o.label for o in Outcome], dtype=object)
-        words = np.array([verdict_word(o) or "" for o in range(len(Outcome))], dtype=object)
+        samples, labels = self.index.samples, np.array([o.label for o in OutcomeCode], dtype=object)
+        words = np.array([verdict_word(o) or "" for o in range(len(OutcomeCode))], dtype=object)
         frame = pd.DataFrame(
             {
                 "at": at,
@@ -340,7 +340,7 @@ class ReviewState:
         )
         if sort == "checks":
             # failing first: what a reviewer looks at first
-            rank = frame["checks"].map({o.label: int(o) for o in Outcome})
+            rank = frame["checks"].map({o.label: int(o) for o in OutcomeCode})
             frame = frame.assign(_rank=rank).sort_values(["_rank", "at"], kind="stable")
             frame = frame.drop(columns="_rank")
         elif sort != "order":

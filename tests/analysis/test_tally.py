@@ -9,18 +9,18 @@ import pandas as pd
 import pytest
 
 from evalnb.analysis import calibrate, load, rates
-from evalnb.analysis._tally import Outcome, check_outcomes, classify
+from evalnb.analysis._tally import OutcomeCode, check_outcomes, classify
 from evalnb.review import SampleFilters, SampleIndex
 from evalnb.review._queue import Queue
 from tests.builders import write_run, write_verdicts
 
 # One row per kind of sample: what its checks say, and what its "all" must be.
 SAMPLES = [
-    ("fails", "completed", {"a": True, "b": False}, Outcome.FAIL),
-    ("passes", "completed", {"a": True, "b": None}, Outcome.PASS),
-    ("unscored", "completed", {"a": None, "b": None}, Outcome.UNSCORED),
-    ("timeout", "timeout", {"a": False, "b": None}, Outcome.FAIL),
-    ("nochecks", "completed", {}, Outcome.ABSENT),
+    ("fails", "completed", {"a": True, "b": False}, OutcomeCode.FAIL),
+    ("passes", "completed", {"a": True, "b": None}, OutcomeCode.PASS),
+    ("unscored", "completed", {"a": None, "b": None}, OutcomeCode.UNSCORED),
+    ("timeout", "timeout", {"a": False, "b": None}, OutcomeCode.FAIL),
+    ("nochecks", "completed", {}, OutcomeCode.ABSENT),
 ]
 
 
@@ -42,14 +42,14 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def test_the_smallest_outcome_of_a_sample_is_its_all() -> None:
-    assert Outcome.FAIL < Outcome.PASS < Outcome.UNSCORED < Outcome.ABSENT
-    assert [o.label for o in Outcome] == ["fail", "pass", "unscored", "none"]
+    assert OutcomeCode.FAIL < OutcomeCode.PASS < OutcomeCode.UNSCORED < OutcomeCode.ABSENT
+    assert [o.label for o in OutcomeCode] == ["fail", "pass", "unscored", "none"]
 
 
 def test_every_class_is_one_outcome_and_whether_the_sample_completed() -> None:
-    outcome = np.array([o for o in Outcome for _ in (0, 1)], dtype=np.int8)
-    incomplete = np.array([False, True] * len(Outcome))
-    assert classify(outcome, incomplete).tolist() == list(range(2 * len(Outcome)))
+    outcome = np.array([o for o in OutcomeCode for _ in (0, 1)], dtype=np.int8)
+    incomplete = np.array([False, True] * len(OutcomeCode))
+    assert classify(outcome, incomplete).tolist() == list(range(2 * len(OutcomeCode)))
 
 
 def test_tallies_calibrate_and_the_review_queue_read_the_same_all(run_dir: Path) -> None:
@@ -64,26 +64,26 @@ def test_tallies_calibrate_and_the_review_queue_read_the_same_all(run_dir: Path)
     queue = Queue(index, None)
     assert index.outcome("all")[queue.positions].tolist() == expected[queue.positions].tolist()
     failing = index.mask(SampleFilters(failing=True))
-    assert failing.tolist() == (expected == Outcome.FAIL).tolist()
+    assert failing.tolist() == (expected == OutcomeCode.FAIL).tolist()
 
     per_sample = rates(run, by="case_id", check="all").set_index("case_id")
     for case, _, _, outcome in SAMPLES:
-        if outcome == Outcome.ABSENT:
+        if outcome == OutcomeCode.ABSENT:
             assert case not in per_sample.index  # no check row, no "all" row
             continue
         row = per_sample.loc[case]
         assert (row["k"], row["n"], row["unscored"]) == (
-            int(outcome == Outcome.PASS),
-            int(outcome in (Outcome.PASS, Outcome.FAIL)),
-            int(outcome == Outcome.UNSCORED),
+            int(outcome == OutcomeCode.PASS),
+            int(outcome in (OutcomeCode.PASS, OutcomeCode.FAIL)),
+            int(outcome == OutcomeCode.UNSCORED),
         )
     assert per_sample.loc["timeout", "incomplete"] == 1
 
     # calibrate pairs each verdict with the same "all": scored samples only.
     summary = calibrate(run, check="all").summary.iloc[0]
-    scored = [o for *_, o in SAMPLES if o in (Outcome.PASS, Outcome.FAIL)]
+    scored = [o for *_, o in SAMPLES if o in (OutcomeCode.PASS, OutcomeCode.FAIL)]
     assert summary["n"] == len(scored)
-    assert summary["tp"] == scored.count(Outcome.PASS)
+    assert summary["tp"] == scored.count(OutcomeCode.PASS)
     # Reviewed but not scored: the unscored sample and the one without checks.
     assert summary["unscored"] == 2
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from evalnb.analysis import load
-from evalnb.analysis._tally import Outcome, verdict_outcome
+from evalnb.analysis._tally import OutcomeCode, verdict_outcome
 from evalnb.review import SampleFilters, SampleIndex, SearchError
 from evalnb.review._index import VERDICT_CODES, verdict_code, verdict_word
 from evalnb.store import UNREVIEWED, VERDICTS, save_verdict
@@ -51,13 +51,15 @@ def kept(index: SampleIndex, mask: np.ndarray) -> list[tuple[str, str, int]]:
 
 def test_one_verdict_encoding_is_the_tallies_outcome() -> None:
     assert VERDICT_CODES == {
-        "pass": Outcome.PASS,
-        "fail": Outcome.FAIL,
-        "needs_review": Outcome.UNSCORED,
+        "pass": OutcomeCode.PASS,
+        "fail": OutcomeCode.FAIL,
+        "needs_review": OutcomeCode.UNSCORED,
     }
     words = pd.Series([*VERDICTS, None])
     assert verdict_outcome(words).tolist() == [*(verdict_code(v) for v in VERDICTS), 3]
-    assert verdict_code(UNREVIEWED) == Outcome.ABSENT and verdict_word(Outcome.ABSENT) is None
+    assert (
+        verdict_code(UNREVIEWED) == OutcomeCode.ABSENT and verdict_word(OutcomeCode.ABSENT) is None
+    )
     assert [verdict_word(verdict_code(v)) for v in VERDICTS] == list(VERDICTS)
     with pytest.raises(ValueError, match=r"'verdict' must be one of 'pass', .*; got 'ok'"):
         verdict_code("ok")
@@ -90,9 +92,9 @@ def test_keys_and_positions_go_both_ways(run_dir: Path) -> None:
 def test_outcomes_per_check_and_the_filters_on_them(run_dir: Path) -> None:
     index = SampleIndex(load(run_dir))
     judge = index.outcome("judge")
-    assert judge[at(index, "a", "v1", 1)] == Outcome.FAIL
-    assert judge[at(index, "b", "v2", 0)] == Outcome.ABSENT  # no judge on case b
-    assert index.outcome()[at(index, "a", "v2", 1)] == Outcome.FAIL  # "all": ok fails
+    assert judge[at(index, "a", "v1", 1)] == OutcomeCode.FAIL
+    assert judge[at(index, "b", "v2", 0)] == OutcomeCode.ABSENT  # no judge on case b
+    assert index.outcome()[at(index, "a", "v2", 1)] == OutcomeCode.FAIL  # "all": ok fails
     assert kept(index, index.mask(SampleFilters(failing=True), "judge")) == [("a", "v1", 1)]
     assert kept(index, index.mask(SampleFilters(failing=True))) == [  # "all" fails
         ("a", "v1", 1),
@@ -168,8 +170,8 @@ def test_checks_of_a_sample_and_the_order(run_dir: Path) -> None:
     index = SampleIndex(load(run_dir))
     checks = index.checks_of(at(index, "a", "v1", 1))
     assert sorted((name, outcome) for name, outcome, _ in checks) == [
-        ("judge", Outcome.FAIL),
-        ("ok", Outcome.PASS),
+        ("judge", OutcomeCode.FAIL),
+        ("ok", OutcomeCode.PASS),
     ]
     everyone = np.arange(len(index))
     by_repeat = index.order(everyone, ("repeat", "case_id", "variant"))
