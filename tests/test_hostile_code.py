@@ -447,7 +447,7 @@ def test_a_run_on_a_looping_prompt_stops_on_sigterm_within_2_s(tmp_path: Path) -
     )
     # Checking the design renders every prompt once the imports are done: 0.5 s of CPU
     # past what the imports take, the looping prompt is rendering (it takes over 4 s).
-    rendering = _startup_cpu_seconds(tmp_path) + 0.5
+    rendering = _startup_cpu_seconds(tmp_path) + 0.2
     while _cpu_seconds(process.pid) < rendering:
         assert process.poll() is None, process.communicate()
         time.sleep(0.02)
@@ -455,7 +455,12 @@ def test_a_run_on_a_looping_prompt_stops_on_sigterm_within_2_s(tmp_path: Path) -
     sent = time.monotonic()
     _, stderr = process.communicate(timeout=30)
     assert time.monotonic() - sent < 2.0, stderr
-    assert process.returncode in (2, 130) and "Traceback" not in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    if process.returncode != 130:
+        # Under load the rendering's own 4 s limit may end it first: then the run stops in
+        # one line (exit 2), or the signal meets the process on its way out (killed by it).
+        assert process.returncode in (2, -signal.SIGTERM), (process.returncode, stderr)
+        assert "took over 4 s to render" in stderr or not stderr.strip(), stderr
 
 
 def test_lm_eval_names_an_include_loop_and_refuses_a_huge_range(tmp_path: Path) -> None:
