@@ -64,22 +64,37 @@ def rates(
     out["level"] = level
     out["method"] = method
     out["pooled"] = (out["cases"].fillna(2) > 1).astype(bool)
-    unchecked = _cases_without_checks(data) if source == "checks" else []
-    if not unchecked:
+    unchecked, unrun = _cases_without_checks(data) if source == "checks" else ([], [])
+    notes = [
+        f"{len(ids)} of the run's cases {what}, so no rate counts them: {_listed(ids)}"
+        for ids, what in (
+            (unchecked, "have no check"),
+            (unrun, "were not run (a rule stopped the run first, or it was interrupted)"),
+        )
+        if ids
+    ]
+    if not notes:
         return display.shown(out)
-    shown = ", ".join(repr(c) for c in unchecked[:5]) + (", ..." if len(unchecked) > 5 else "")
-    note = f"{len(unchecked)} of the run's cases have no check, so no rate counts them: {shown}"
-    display.caution(note)
+    for note in notes:
+        display.caution(note)
+    note = "; ".join(notes)
     return display.result(out, lambda frame: display.note_html(note))
 
 
-def _cases_without_checks(data: Run | pd.DataFrame) -> list[str]:
-    """The ids of a run's cases that no stored check result names (none of their checks
-    applied, or they have none): they are in no denominator, and a rate must say so."""
+def _listed(ids: list[str]) -> str:
+    return ", ".join(repr(c) for c in ids[:5]) + (", ..." if len(ids) > 5 else "")
+
+
+def _cases_without_checks(data: Run | pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The ids of a run's cases that ran but no stored check result names (none of their
+    checks applied, or they have none), and of those that never ran (a stopping rule ended
+    the run first): either way they are in no denominator, and a rate must say so."""
     if not isinstance(data, Run) or data.cases.empty:
-        return []
+        return [], []
     checked = set(data.table("checks", ["case_id"])["case_id"].astype(str))
-    return sorted({str(c) for c in data.cases["case_id"]} - checked)
+    ran = set(data.table("samples", ["case_id"])["case_id"].astype(str))
+    cases = {str(c) for c in data.cases["case_id"]}
+    return sorted((cases & ran) - checked), sorted(cases - ran)
 
 
 def proportion_interval(

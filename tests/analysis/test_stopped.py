@@ -187,3 +187,20 @@ def test_the_explorer_and_the_report_read_a_stopped_run_by_its_sequence(
     assert together.story.startswith("no comparison of v2 with v1: "), together.story
     assert "stopped by its sequence" in together.story
     assert "their intervals are fixed-n ones" in evalnb.report_text(evalnb.load(stopped))
+
+
+def test_rates_name_the_cases_a_stopped_run_never_ran(stopped: Path) -> None:
+    import warnings
+
+    run = evalnb.load(stopped)
+    looked = len(json.loads((stopped / "manifest.json").read_text())["until"]["looks"])
+    assert looked < 80  # the sequence decided before the last case
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        evalnb.rates(run, by="variant")
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1 and "have no check" not in said[0], said
+    # Samples in flight when the sequence decided are kept: a case or two past the last look.
+    ran = run.samples["case_id"].astype(str).nunique()
+    assert looked <= ran < 80
+    assert said[0].startswith(f"{80 - ran} of the run's cases were not run (a rule stopped")
