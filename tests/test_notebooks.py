@@ -128,3 +128,17 @@ def test_docs_keep_the_widget_state_so_the_panel_shows(tmp_path):
     assert {"VBoxModel", "ButtonModel", "TextareaModel", "HTMLModel"} <= names
     texts = " ".join(str(m["state"].get("value", "")) for m in state.values())
     assert "evalnb review" in texts
+
+
+def test_the_race_notebook_shows_a_decided_race(tmp_path):
+    # A race whose cases shared a few groups could never decide (the group is the unit):
+    # the story is a race that names its best before the cases run out.
+    notebook = execute(NOTEBOOKS / "08_race.ipynb", QUICK["08_race.ipynb"], tmp_path)
+    printed = "".join(
+        o.get("text", "")
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+        if o.output_type == "stream" and o.name == "stdout"
+    )
+    found = re.search(r"stopped: decided after (\d+) of (\d+) cases", printed)
+    assert found and int(found[1]) < int(found[2]), printed
