@@ -57,6 +57,7 @@ from evalnb.checks._engine import (
 from evalnb.checks._judge import JUDGE
 from evalnb.checks._promptfoo import PromptfooEngine, find_promptfoo
 from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
+from evalnb.checks._python import load_functions
 from evalnb.checks._trust import require_trust
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "checks_for",
     "find_promptfoo",
     "register",
+    "load_functions",
     "require_trust",
     "run_checks",
     "unique_names",

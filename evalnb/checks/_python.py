@@ -10,6 +10,10 @@ problem, a score in [0, 1] (it passes at ``threshold``, default 0.5; a spec with
 ``threshold`` is graded: an incomplete sample scores 0), :class:`Unscored` or an
 :class:`Outcome`. The spec records the folder it was found in (``base``), so a rescoring
 finds it from anywhere.
+
+Loading a cases file only finds the module (its file in the folder, or an importable
+name); its code runs when a run or a scoring starts (:func:`load_functions`), never
+when the cases are loaded, listed or imported.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import hashlib
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
@@ -35,7 +39,7 @@ from evalnb.checks._base import (
 )
 from evalnb.checks._lexical import _seconds, _text
 
-__all__ = ["PythonCheck", "load_function"]
+__all__ = ["PythonCheck", "load_function", "load_functions"]
 
 
 def _function_path(value: Any) -> str:
@@ -79,6 +83,36 @@ def _load_file(path: Path, module: str) -> ModuleType:
     return loaded
 
 
+def _findable(path: str, base: Path | None) -> Path | None:
+    """The file of the module ``path`` names in ``base``, or None when it is importable
+    from ``sys.path``; a ``ValueError`` when neither. Runs none of its code."""
+    module_name = path.partition(":")[0]
+    found = _module_file(base, module_name) if base is not None else None
+    if found is not None:
+        return found
+    try:
+        spec = importlib.util.find_spec(module_name.split(".")[0])
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        where = f" (not in {base} either)" if base is not None else ""
+        raise ArgumentError(f"cannot be found: no module {module_name!r}{where}")
+    return None
+
+
+def load_functions(by_case: Mapping[str, Iterable[Any]]) -> None:
+    """Import the functions the ``python`` checks of each case (``{case id: checks}``)
+    name: called when a run or a scoring starts, so that a module that fails to import
+    stops it at once, before any sample, with one line naming the case and the check."""
+    for case_id, checks in by_case.items():
+        for check in checks:
+            if isinstance(check, PythonCheck):
+                try:
+                    check.function  # noqa: B018  (loads it)
+                except ArgumentError as exc:
+                    raise ArgumentError(f"case {case_id!r}: {exc}") from None
+
+
 def load_function(path: str, base: Path | None = None) -> tuple[Callable[..., Any], Path | None]:
     """The function ``module:attr`` names, and the folder its module was found in (None
     when it was imported from ``sys.path``). Errors are ``ValueError`` saying why."""
@@ -114,29 +148,47 @@ class PythonCheck(SpecCheck):
     def validate(self, where: str) -> None:
         self.timeout = self.values.get("timeout", CHECK_TIMEOUT)
         given = self.values.get("base")
-        base = Path(given) if given is not None else self.base
+        self._from = Path(given) if given is not None else self.base
         try:
-            self.function, found = load_function(self.values["function"], base)
+            found = _findable(self.values["function"], self._from)
         except ValueError as exc:
             raise ArgumentError(
                 f"'{where}.function' {exc}; got {self.values['function']!r}"
             ) from None
-        if found is not None:
-            self.spec["base"] = str(found)
+        if found is not None and self._from is not None:
+            self.spec["base"] = str(self._from.resolve())
         self.graded = "threshold" in self.values
         self.threshold = self.values.get("threshold", self.threshold)
-        self._takes_sample, self.reads_case = call_signature(
-            self.function, self.values.get("args", {})
-        )
+        self._loaded: tuple[Callable[..., Any], bool, bool] | None = None
+        # Bound to each case: whether the function reads it is known only once loaded.
+        self.reads_case = True
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The function, imported the first time it is asked for (see the module)."""
+        return self._load()[0]
+
+    def _load(self) -> tuple[Callable[..., Any], bool, bool]:
+        if self._loaded is None:
+            try:
+                function, _ = load_function(self.values["function"], self._from)
+            except ValueError as exc:
+                raise ArgumentError(
+                    f"'{self.where}.function' {exc}; got {self.values['function']!r}"
+                ) from None
+            takes_sample, reads_case = call_signature(function, self.values.get("args", {}))
+            self._loaded = (function, takes_sample, reads_case)
+        return self._loaded
 
     def label(self) -> str:
         return str(self.values["function"])
 
     def __call__(self, sample: Sample) -> CheckReturn:
+        function, takes_sample, reads_case = self._load()
         kwargs = dict(self.values.get("args", {}))
-        if self.reads_case:
+        if reads_case:
             kwargs["case"] = self.bound_case()
         # A user's function may return anything: the runner checks the value it gets.
-        if self._takes_sample:
-            return cast(CheckReturn, self.function(sample.answer or "", sample, **kwargs))
-        return cast(CheckReturn, self.function(sample.answer or "", **kwargs))
+        if takes_sample:
+            return cast(CheckReturn, function(sample.answer or "", sample, **kwargs))
+        return cast(CheckReturn, function(sample.answer or "", **kwargs))

@@ -22,6 +22,7 @@ from evalnb.checks import (
     build_checks,
     built_cases,
     checks_for,
+    load_functions,
     require_trust,
 )
 from evalnb.runner._blocking import blocking
@@ -124,6 +125,7 @@ async def _score_locked(
     by_case = {case.id: checks_for(case, extra, replace=True) for case in cases}
     require_judge(judge, by_case.values())
     require_trust(by_case.values(), trust_code, "score")  # a run from elsewhere too
+    load_functions(by_case)
     label = label or f"score-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%fZ}"
     if not set(label) <= _LABEL_CHARS or label == "run":
         raise ArgumentError(

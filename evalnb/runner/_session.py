@@ -38,7 +38,14 @@ from evalnb._prices import Prices
 from evalnb._stopping import RepeatRule
 from evalnb._types import EVIDENCE_FIELDS, Case, Completion, Request, Sample, Variant
 from evalnb.cases import ORDERS, JudgeSpec, RunDesign
-from evalnb.checks import Check, CheckSpec, arun_checks, checks_for, require_trust
+from evalnb.checks import (
+    Check,
+    CheckSpec,
+    arun_checks,
+    checks_for,
+    load_functions,
+    require_trust,
+)
 from evalnb.runner._blocking import blocking
 from evalnb.runner._budget import Budget
 from evalnb.runner._judging import embeddings_of, judge_target, judging, require_judge
@@ -703,6 +710,7 @@ async def arun(
         shard_size=shard_size,
     )
     require_trust(session.by_case.values(), trust_code, "run")  # before anything is written
+    load_functions(session.by_case)
     path = session.directory(out, resume, overwrite)
     return await _drive(session, path, resume, progress, canonical, flush_every, flush_seconds)
 

@@ -166,23 +166,60 @@ def test_an_unimportable_check_is_an_error_at_its_line(tmp_path):
     with pytest.raises(CasesError) as info:
         load_cases(path)
     assert str(info.value).startswith(
-        f"{path}:2: 'checks[0].function' cannot be imported: ModuleNotFoundError: "
-        "No module named 'nope'"
+        f"{path}:2: 'checks[0].function' cannot be found: no module 'nope' (not in "
     )
     path.write_text(
         json.dumps({"id": "b", "prompt": "p", "checks": [{"type": "python", "function": "x"}]})
     )
     with pytest.raises(CasesError, match="must be an import path 'module:function'"):
         load_cases(path)
+
+
+def test_a_missing_function_stops_the_run_before_any_sample_naming_case_and_check(tmp_path):
+    path = suite(tmp_path)
     path.write_text(
         json.dumps(
             {"id": "b", "prompt": "p", "checks": [{"type": "python", "function": "mychecks:rude"}]}
         )
     )
+    cases = load_cases(path)  # found, not imported: nothing of it ran yet
+    out = tmp_path / "run"
     with pytest.raises(
-        CasesError, match=r"'checks\[0\]\.function' names nothing: mychecks has no 'rude'"
+        ValueError,
+        match=r"^case 'b': 'checks\[0\]\.function' names nothing: mychecks has no 'rude'",
     ):
-        load_cases(path)
+        run(cases, Function(answer), out=out, repeats=1, progress=False)
+    assert not (out / "samples").exists()
+
+
+SIDE_EFFECT = """import pathlib
+
+pathlib.Path(__file__).with_name("imported.txt").write_text("ran")
+
+
+def ok(answer):
+    return True
+"""
+
+
+def test_loading_a_suite_runs_none_of_its_modules_a_run_does(tmp_path):
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "sidechecks.py").write_text(SIDE_EFFECT)
+    path = folder / "cases.jsonl"
+    path.write_text(
+        json.dumps(
+            {"id": "a", "prompt": "p", "checks": [{"type": "python", "function": "sidechecks:ok"}]}
+        )
+        + "\n"
+    )
+    cases = load_cases(path)
+    assert cases[0].checks[0].spec["base"] == str(folder.resolve())
+    assert not (folder / "imported.txt").exists()
+    out = tmp_path / "run"
+    run(cases, Function(lambda request: "fine"), out=out, repeats=1, progress=False)
+    assert (folder / "imported.txt").read_text() == "ran"
+    assert results(out) == {("a", 0, "python"): (True, None, "")}
 
 
 def test_two_folders_may_each_have_a_module_of_the_same_name(tmp_path):
