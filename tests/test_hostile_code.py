@@ -449,7 +449,13 @@ def test_a_run_on_a_looping_prompt_stops_on_sigterm_within_2_s(tmp_path: Path) -
     # past what the imports take, the looping prompt is rendering (it takes over 4 s).
     rendering = _startup_cpu_seconds(tmp_path) + 0.2
     while _cpu_seconds(process.pid) < rendering:
-        assert process.poll() is None, process.communicate()
+        if process.poll() is not None:
+            # Under heavy load the rendering's own 4 s wall-clock limit may end the run
+            # before its CPU time reaches the mark: one line, exit 2, no signal needed.
+            _, stderr = process.communicate()
+            assert process.returncode == 2, (process.returncode, stderr)
+            assert "took over 4 s to render" in stderr and "Traceback" not in stderr, stderr
+            return
         time.sleep(0.02)
     process.send_signal(signal.SIGTERM)
     sent = time.monotonic()
