@@ -56,8 +56,8 @@ from evalnb.checks._engine import (
 )
 from evalnb.checks._judge import JUDGE
 from evalnb.checks._promptfoo import PromptfooEngine, find_promptfoo
-from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
 from evalnb.checks._python import load_functions
+from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
 from evalnb.checks._trust import require_trust
 
 __all__ = [
@@ -84,8 +84,8 @@ __all__ = [
     "check_types",
     "checks_for",
     "find_promptfoo",
-    "register",
     "load_functions",
+    "register",
     "require_trust",
     "run_checks",
     "unique_names",
