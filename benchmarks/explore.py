@@ -112,10 +112,11 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=50, help="repeats per case and variant (100: 200,000)"
     )
+    parser.add_argument("--cases", type=int, default=1000, help="cases (2,000: 80 pages)")
     args = parser.parse_args()
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
-        big = write_run(Path(tmp) / "big", rows(1000, args.repeats), batch=5000)
+        big = write_run(Path(tmp) / "big", rows(args.cases, args.repeats), batch=5000)
         results = []
         for _ in range(args.rounds):
             # A fresh copy of the verdicts each round: every round starts with none.

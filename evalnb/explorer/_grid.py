@@ -16,7 +16,7 @@ import pandas as pd
 
 from evalnb._exceptions import ArgumentError
 
-__all__ = ["CELL_FIELDS", "SORTS", "Grid", "build_grid"]
+__all__ = ["CELL_FIELDS", "SORTS", "Grid", "answers_differ", "build_grid"]
 
 #: Per variant, the columns of a cell (``<field>:<variant>`` in the grid).
 CELL_FIELDS = (
@@ -122,3 +122,37 @@ def _sort_column(sort: str, variants: Sequence[str]) -> str:
         return "estimate:" + sort[5:]
     options = ", ".join(repr(s) for s in [*SORTS, *(f"rate:{v}" for v in variants)])
     raise ArgumentError(f"'sort' must be one of {options}; got {sort!r}")
+
+
+def answers_differ(
+    case: np.ndarray,
+    variant: np.ndarray,
+    answers: np.ndarray,
+    completed: np.ndarray,
+    *,
+    cases: int,
+    variants: int,
+) -> np.ndarray:
+    """Per case code (``0 .. cases - 1``): whether its variants' answers differ. ``case`` and
+    ``variant`` are each sample's codes, ``answers`` its text and ``completed`` whether it
+    completed. Two variants' answers differ when a completed answer of one (spaces at the
+    ends and runs of spaces aside) is not among the other's, or when one has a completed
+    answer and the other none; repeats that give the same answers in another order or
+    number do not differ."""
+    case, variant = case.astype(np.int64), variant.astype(np.int64)
+    done = np.asarray(completed, dtype=bool)
+    text = pd.Series(answers[done], dtype=object).fillna("").astype(str)
+    text = text.str.strip().str.replace(r"\s+", " ", regex=True)
+    codes = pd.factorize(text)[0].astype(np.int64)
+    span = int(codes.max(initial=0)) + 1
+    c, v = case[done], variant[done]
+    # each distinct (case, answer, variant) once; per (case, answer) how many variants gave it
+    given = np.unique((c * span + codes) * variants + v) // variants
+    pairs, count = np.unique(given, return_counts=True)
+    pair_case = pairs // span
+    answering = np.bincount(np.unique(c * variants + v) // variants, minlength=cases)
+    present = np.bincount(np.unique(case * variants + variant) // variants, minlength=cases)
+    differ = np.zeros(cases, dtype=bool)
+    differ[pair_case[count < answering[pair_case]]] = True
+    differ |= (answering > 0) & (answering < present)
+    return differ
