@@ -110,6 +110,9 @@ function render({ model, el }) {
       select("evalnb-x-a", variants, head.a, (v) => send("pair", { a: v, b: head.b })),
     );
     const story = h("div", "evalnb-x-story", head.story);
+    if (model.get("static")) {
+      top.append(h("div", "evalnb-x-static-note", "A saved view, as the notebook left it: open the notebook in Jupyter to click through it."));
+    }
     top.append(pick, story);
     if (head.note) top.append(h("div", "evalnb-x-note", head.note));
     const suite = h("div", "evalnb-x-suite");
