@@ -296,3 +296,106 @@ def test_explore_in_jupyterlab(tmp_path: Path, standin: Any) -> None:
     (ARTIFACTS / "explore-timings.json").write_text(json.dumps(times, indent=1))
     every = [ms for values in times.values() for ms in values]
     assert every and all(0 <= ms < SLOW_MS for ms in every), times
+
+
+NOTEBOOK_07 = "07_explore.ipynb"
+
+
+@pytest.mark.timeout(900)
+def test_notebook_07_after_run_all_shows_the_overview_and_reviews(tmp_path: Path) -> None:
+    """Notebook 07 as a reader runs it (the tests' small settings): after Run All its explorer
+    shows the overview with no filter and no samples listed; a sample's review button asks
+    for a name and opens the review panel there, whose verdict is saved under that name."""
+    require_chromium()
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_notebooks import NOTEBOOKS, QUICK
+    from tests.test_notebooks_browser import run_all as run_all_cells
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    (tmp_path / "data").symlink_to(NOTEBOOKS.parent / "data")  # the notebook's ../data
+    notebook = nbformat.read(NOTEBOOKS / NOTEBOOK_07, as_version=4)
+    (at,) = [i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])]
+    runs = root / "runs"
+    overrides = f"{QUICK[NOTEBOOK_07]}\nRUNS_DIR = {str(runs)!r}"
+    notebook.cells.insert(at + 1, nbformat.v4.new_code_cell(overrides))
+    nbformat.write(notebook, root / NOTEBOOK_07)
+    tracker = root / ".lab-home" / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    with jupyter_lab(root) as lab, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            page.goto(lab.page_url(NOTEBOOK_07))
+            cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+            cells.first.wait_for()
+            lab.wait_notebook_idle(NOTEBOOK_07)
+            cells.first.click()
+            run_all_cells(page)
+            page.wait_for_function(
+                "() => { const p = [...document.querySelectorAll("
+                "'.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')];"
+                " return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.innerText)); }",
+                timeout=600_000,
+            )
+            lab.wait_notebook_idle(NOTEBOOK_07)
+            errors = page.locator(
+                ".jp-NotebookPanel:not(.lm-mod-hidden) "
+                ".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']"
+            ).all_inner_texts()
+            assert [e for e in errors if "Error" in e] == []
+            explorer = Answers(page, 0)
+            root_el = explorer.root
+            root_el.scroll_into_view_if_needed()
+            # Run All left it as it opened: the overview, no filter named or ticked, no list.
+            root_el.locator(".evalnb-x-first").first.wait_for()
+            assert root_el.locator(".evalnb-x-filternames").inner_text() == "no filter"
+            assert root_el.locator(".evalnb-x-filters input:checked").count() == 0
+            assert root_el.locator(".evalnb-x-listing").inner_text().strip() == ""
+            rows = root_el.locator("tr.evalnb-x-row")
+            assert rows.count() >= 4
+            assert root_el.locator(".evalnb-x-first").count() == 2 * rows.count()
+            ARTIFACTS.mkdir(exist_ok=True)
+            root_el.screenshot(path=str(ARTIFACTS / "explore-07-after-run-all.png"))
+
+            # The review button asks for a name, then opens the panel at that sample.
+            first = rows.first
+            case = first.get_attribute("data-case")
+            explorer.act(
+                "cell", lambda: first.locator("td.evalnb-x-cell[data-variant='v2']").click()
+            )
+            card = root_el.locator(".evalnb-x-sample").nth(1)
+            card.locator("button.evalnb-x-review").click()
+            who = card.locator("input.evalnb-x-who")
+            who.wait_for()
+            assert not page.locator(
+                ".jp-NotebookPanel:not(.lm-mod-hidden) .evalnb-annotator"
+            ).count()
+            who.fill("reader")
+            explorer.act("review", lambda: who.press("Enter"))
+            assert not root_el.locator(".evalnb-x-message").inner_text()
+            panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .evalnb-annotator")
+            panel.locator(".evalnb-header").wait_for()
+            header = panel.locator(".evalnb-header").inner_text()
+            assert f"{case} · variant v2 · repeat 1" in header
+            assert "reviewer reader" in panel.inner_text()
+            panel.scroll_into_view_if_needed()
+            panel.screenshot(path=str(ARTIFACTS / "explore-07-review.png"))
+            panel.locator("button.evalnb-pass").click()
+            run_dir = runs / "explore"
+            wait_for(lambda: len(latest_verdicts(run_dir)) == 1, "the panel's verdict on disk")
+            saved = latest_verdicts(run_dir).iloc[0]
+            assert (saved["case_id"], saved["variant"], saved["repeat"]) == (case, "v2", 1)
+            assert saved["annotator"] == "reader"
+            # with a name, the verdict buttons show in place
+            root_el.locator("button.evalnb-x-mark-pass").first.wait_for()
+        except Exception:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "explore-07-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
