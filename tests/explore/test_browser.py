@@ -167,6 +167,20 @@ def check_the_shop(page: Any, shop: Answers, run_dir: Path) -> None:
     assert table.locator("tr.evalnb-x-siderow").count() == 4
     assert table.locator("tr").first.inner_text().split() == ["repeat", "v1", "v2"]
     root.locator(".evalnb-x-listing").screenshot(path=str(ARTIFACTS / "explore-side-by-side.png"))
+    # The plain view marks nothing; the diff view marks only the answers near each other.
+    shop.act("plain", lambda: root.locator("button.evalnb-x-view-plain").click())
+    assert table.locator("ins, del").count() == 0
+    assert root.locator(".evalnb-x-title").inner_text() == f"{case} side by side"
+    shop.act("diff", lambda: root.locator("button.evalnb-x-view-diff").click())
+    labels = table.locator(".evalnb-x-label").all_inner_texts()
+    diffed = table.locator(".evalnb-x-diffed").count()
+    unmarked = [t for t in labels if t.startswith("answer (not marked:")]
+    assert diffed + len(unmarked) == 4  # each v2 answer: marked, or said why not
+
+    # Go to a case: its page, the row highlighted, and the filter named.
+    where = root.locator("input.evalnb-x-goto")
+    shop.act("goto", lambda: (where.fill("REFUND"), where.press("Enter")))
+    assert root.locator("tr.evalnb-x-hit").get_attribute("data-case") == "refund-request"
 
     # "Variants differ": only cases whose two rates differ.
     toggle = root.locator("input.evalnb-x-filter-different")
@@ -176,6 +190,14 @@ def check_the_shop(page: Any, shop: Answers, run_dir: Path) -> None:
         assert len(set(rates)) > 1, rates
     shop.act("different", lambda: toggle.uncheck())
     assert root.locator("tr.evalnb-x-row").count() == 4
+    # "Different answers": cases whose variants' answers differ, named above the grid.
+    answers = root.locator("input.evalnb-x-filter-different_answers")
+    shop.act("different answers", lambda: answers.check())
+    assert root.locator(".evalnb-x-filternames").inner_text() == "different answers"
+    assert 1 <= root.locator("tr.evalnb-x-row").count() <= 4
+    shop.act("reset", lambda: root.locator("button.evalnb-x-reset").click())
+    assert root.locator(".evalnb-x-filternames").inner_text() == "no filter"
+    assert root.locator(".evalnb-x-listing").inner_text().strip() == ""
 
     # Search: a word, a regular expression, a bad one.
     query = root.locator("input.evalnb-x-query")
@@ -188,6 +210,8 @@ def check_the_shop(page: Any, shop: Answers, run_dir: Path) -> None:
     assert {"order-status", "refund-request"} <= {c for c, _, _ in shop.samples()}
     assert all(re.search(r"A-104[23]", t) for t in cards.all_inner_texts())
     assert root.locator(".evalnb-x-title").inner_text() == "search (regex): A-104[23]"
+    hits = root.locator(".evalnb-x-listing mark.evalnb-x-mark-hit").all_inner_texts()
+    assert hits and all(re.fullmatch(r"A-104[23]", h) for h in hits), hits[:5]
     root.screenshot(path=str(ARTIFACTS / "explore-search.png"))
     shop.act("search bad regex", lambda: (query.fill("(unclosed"), query.press("Enter")))
     message = root.locator(".evalnb-x-message").inner_text()
