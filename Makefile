@@ -89,6 +89,7 @@ schema-doc: setup
 
 images: setup
 	$(BIN)/python docs/make_images.py
+	$(BIN)/python docs/make_widget_images.py
 
 # The documentation site (mkdocs.yml) into build/site: the guide, the API reference from the
 # docstrings and the six notebooks, executed (about 2-3 minutes; DOCS_EXECUTE=false renders

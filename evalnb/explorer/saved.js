@@ -194,6 +194,7 @@ async function draw(id, el) {
     wrap.append(h("span", "", `${s.description} `), node);
     node = wrap;
   }
+  for (const name of s._dom_classes || []) node.classList.add(name);
   applyLayout(node, s.layout, models);
   el.append(node);
   return true;
