@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from evalnb._exceptions import ArgumentError
 
@@ -127,23 +129,22 @@ def _sort_column(sort: str, variants: Sequence[str]) -> str:
 def answers_differ(
     case: np.ndarray,
     variant: np.ndarray,
-    answers: np.ndarray,
+    answers: pa.Array,
     completed: np.ndarray,
     *,
     cases: int,
     variants: int,
 ) -> np.ndarray:
     """Per case code (``0 .. cases - 1``): whether its variants' answers differ. ``case`` and
-    ``variant`` are each sample's codes, ``answers`` its text and ``completed`` whether it
-    completed. Two variants' answers differ when a completed answer of one (spaces at the
-    ends and runs of spaces aside) is not among the other's, or when one has a completed
-    answer and the other none; repeats that give the same answers in another order or
-    number do not differ."""
+    ``variant`` are each sample's codes, ``answers`` its text (an Arrow string array) and
+    ``completed`` whether it completed. Two variants' answers differ when a completed answer
+    of one (spaces at its ends aside) is not among the other's, or when one has a completed
+    answer and the other none; repeats that give the same answers in another order or number
+    do not differ."""
     case, variant = case.astype(np.int64), variant.astype(np.int64)
     done = np.asarray(completed, dtype=bool)
-    text = pd.Series(answers[done], dtype=object).fillna("").astype(str)
-    text = text.str.strip().str.replace(r"\s+", " ", regex=True)
-    codes = pd.factorize(text)[0].astype(np.int64)
+    text = pc.utf8_trim_whitespace(pc.filter(answers, pa.array(done)).fill_null(""))
+    codes = pc.dictionary_encode(text).indices.to_numpy(zero_copy_only=False).astype(np.int64)
     span = int(codes.max(initial=0)) + 1
     c, v = case[done], variant[done]
     # each distinct (case, answer, variant) once; per (case, answer) how many variants gave it

@@ -135,6 +135,7 @@ class ExploreState:
         self.hits: list[str] = []
         self._answers_differ: np.ndarray | None = None
         self._first: np.ndarray | None = None
+        self._answer_array: np.ndarray | None = None
         self._listed = np.zeros(0, dtype=np.int64)
         self.message = ""
         self.cautions: list[str] = []
@@ -315,15 +316,15 @@ class ExploreState:
 
     def answers_differ(self) -> np.ndarray:
         """Per case of the overview (in its order): whether the variants' answers differ,
-        that is some completed answer (spaces at the ends and runs of spaces aside) of one
-        variant is not among another's, or one variant has a completed answer and another
-        none. Made at the first use (it reads the answers) and kept."""
+        that is some completed answer (spaces at its ends aside) of one variant is not among
+        another's, or one variant has a completed answer and another none. Made once (by
+        :meth:`warm`, or at the first use) and kept."""
         if self._answers_differ is None:
             index = self.index
             differ = answers_differ(
                 index.codes["case_id"],
                 index.codes["variant"],
-                self._answers(),
+                index.search_texts().answer,
                 ~index.incomplete,
                 cases=len(self._samples["case_id"].cat.categories),
                 variants=len(self._samples["variant"].cat.categories),
@@ -334,7 +335,10 @@ class ExploreState:
         return self._answers_differ
 
     def _answers(self) -> np.ndarray:
-        return np.asarray(self.index.texts()["answer"].to_numpy(dtype=object))
+        """Every sample's answer (read at the first call, then kept)."""
+        if self._answer_array is None:
+            self._answer_array = np.asarray(self.index.texts()["answer"].to_numpy(dtype=object))
+        return self._answer_array
 
     def grid_page(self, *, answers: bool = True) -> dict[str, Any]:
         """The shown page of the overview, as the widget draws it; with ``answers``, each
@@ -369,15 +373,16 @@ class ExploreState:
             table[cells] = order[first]
             self._first = table
         answers = self._answers()
-        categories = self._samples["case_id"].cat.categories
+        names = list(case_ids)
+        codes = self._samples["case_id"].cat.categories.get_indexer(names)
         variant_names = self._samples["variant"].cat.categories
+        columns = [(v, int(variant_names.get_loc(v))) for v in self.variants]
         out = {}
-        for case in case_ids.tolist():
-            code = categories.get_indexer([case])[0]
+        for case, code in zip(names, codes.tolist(), strict=True):
             if code < 0:
                 continue
-            for v in self.variants:
-                at = self._first[code * len(variant_names) + variant_names.get_loc(v)]
+            for v, column in columns:
+                at = self._first[code * len(variant_names) + column]
                 if at >= 0:
                     out[(case, v)] = _text(answers[at])
         return out
@@ -598,12 +603,14 @@ class ExploreState:
 
     def warm(self) -> None:
         """Read the text columns, the check rows and the search index (words in lower case
-        too), then tally every check, so the first list of samples, the first search and a
-        change of check do not wait for them; the widget calls this on a worker thread once
-        the overview shows."""
+        too), then tally every check and find the cases whose answers differ, so the first
+        list of samples, the first search, a change of check and the "different answers"
+        filter do not wait for them; the widget calls this on a worker thread once the
+        overview shows."""
         self.index.warm()
         for check in self.checks:  # then every check's tally, for a change of check
             self._tally(check)
+        self.answers_differ()  # and the cases whose answers differ, for that filter
 
     def _searched(self, query: str, use_regex: bool) -> np.ndarray | str:
         """The mask of samples ``query`` finds, or the one-line reason it found none;

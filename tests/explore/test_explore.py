@@ -476,7 +476,7 @@ def test_different_answers_keeps_equal_rates_with_other_words(tmp_path: Path) ->
     rows = answer_rows(
         {
             "same": {"v1": ["yes", "no"], "v2": ["no ", "yes"]},  # same set, other order
-            "spaces": {"v1": ["a  b"], "v2": [" a b"]},
+            "spaces": {"v1": ["a b \n"], "v2": [" a b"]},
             "worded": {"v1": ["ships Monday"], "v2": ["ships Friday"]},
             "more": {"v1": ["x", "x"], "v2": ["x", "y"]},
         }
