@@ -423,3 +423,68 @@ def test_notebook_07_after_run_all_shows_the_overview_and_reviews(tmp_path: Path
             raise
         finally:
             browser.close()
+
+
+@pytest.mark.timeout(900)
+def test_a_saved_notebook_07_shows_its_explorer_in_jupyterlab(tmp_path: Path) -> None:
+    """Notebook 07 executed and saved with its widget state (as nbclient and JupyterLab save
+    it), reopened in JupyterLab with every request off 127.0.0.1 refused: the explorer shows
+    its overview from the saved state, before any cell runs again."""
+    require_chromium()
+    import nbformat
+    from nbclient import NotebookClient
+    from nbformat.sign import NotebookNotary
+    from playwright.sync_api import Route, sync_playwright
+
+    from tests.test_notebooks import NOTEBOOKS, QUICK
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    notebook = nbformat.read(NOTEBOOKS / NOTEBOOK_07, as_version=4)
+    (at,) = [i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])]
+    overrides = f"{QUICK[NOTEBOOK_07]}\nRUNS_DIR = {str(root / 'runs')!r}"
+    notebook.cells.insert(at + 1, nbformat.v4.new_code_cell(overrides))
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        store_widget_state=True,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    ).execute()
+    assert "application/vnd.jupyter.widget-state+json" in notebook.metadata["widgets"]
+    # Signed, as JupyterLab signs a notebook its user saves (an untrusted one shows the
+    # explorer's plain-table fallback instead of the widget).
+    NotebookNotary().sign(notebook)
+    nbformat.write(notebook, root / NOTEBOOK_07)
+    with jupyter_lab(root) as lab, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(TIMEOUT_MS)
+        refused: list[str] = []
+
+        def only_loopback(route: Route) -> None:
+            if route.request.url.startswith(lab.url + "/"):
+                route.continue_()
+            else:
+                refused.append(route.request.url)
+                route.abort()
+
+        page.route("**/*", only_loopback)
+        try:
+            page.goto(lab.page_url(NOTEBOOK_07))
+            explorer = page.locator(EXPLORER).first
+            explorer.locator("tr.evalnb-x-row").first.wait_for()
+            assert "v2 vs v1 on all" in explorer.locator(".evalnb-x-story").inner_text()
+            assert explorer.locator("tr.evalnb-x-row").count() >= 4
+            assert explorer.locator(".evalnb-x-filternames").inner_text() == "no filter"
+            assert explorer.locator(".evalnb-x-listing").inner_text().strip() == ""
+            assert explorer.locator(".evalnb-x-first").count() > 0
+            ARTIFACTS.mkdir(exist_ok=True)
+            explorer.screenshot(path=str(ARTIFACTS / "explore-07-saved-in-lab.png"))
+        except Exception:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "explore-07-saved-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    assert not [u for u in refused if "unpkg" in u or "jsdelivr" in u or "widget" in u]
