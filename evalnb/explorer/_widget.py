@@ -116,9 +116,10 @@ class Explorer(widgets.VBox):
     anywidget) and, below it, the review panel when one is open (``panel``).
 
     It takes the arguments of :func:`explore`. A script or a test drives it as a person
-    would: :meth:`open_cell`, :meth:`side_by_side`, :meth:`search`, :meth:`set_filters`,
-    :meth:`sort_by`, :meth:`record`, :meth:`review`; ``state`` is the
-    :class:`~evalnb.explorer.ExploreState` it draws.
+    would: :meth:`open_cell`, :meth:`side_by_side`, :meth:`side_view`, :meth:`search`,
+    :meth:`set_filters`, :meth:`goto`, :meth:`sort_by`, :meth:`record`, :meth:`review`,
+    :meth:`set_annotator`, and :meth:`reset` back to the overview as it opened; ``state``
+    is the :class:`~evalnb.explorer.ExploreState` it draws.
     """
 
     def __init__(
@@ -182,8 +183,9 @@ class Explorer(widgets.VBox):
 
     def set_filters(self, **filters: Any) -> None:
         """Change filters by name: the overview's ``tag``, ``split``, ``group``,
-        ``different``; the samples' ``failing``, ``incomplete``, ``flaky``, ``changed``,
-        ``reviewed``, ``unreviewed``, ``disagree``."""
+        ``different`` (the rates differ), ``different_answers`` (the answers differ); the
+        samples' ``failing``, ``incomplete``, ``flaky``, ``changed``, ``reviewed``,
+        ``unreviewed``, ``disagree``. The page names the filters on above the grid."""
         unknown = sorted(set(filters) - {*_GRID_FILTERS, *_SAMPLE_FILTERS})
         if unknown:
             options = ", ".join(repr(f) for f in (*_GRID_FILTERS, *_SAMPLE_FILTERS))
