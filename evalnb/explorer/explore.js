@@ -51,6 +51,12 @@ function render({ model, el }) {
   let seq = 0;
   const sent = new Map();
   const send = (action, fields) => {
+    if (model.get("static")) {
+      // A saved view (no kernel): say so where the answer would have come.
+      message.textContent = "This is a saved view: run the notebook in Jupyter to click through it.";
+      message.style.display = "block";
+      return;
+    }
     seq += 1;
     sent.set(seq, performance.now());
     el.dataset.pending = String(seq);

@@ -30,6 +30,8 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "notebooks/07_explore.html"
+#: The site's fixed header and "back to top" button would cover part of a screenshot.
+HIDE_FIXED = ".md-header, .md-top { display: none; }"
 
 
 def build_site(out: Path) -> Path:
@@ -158,10 +160,23 @@ def the_page_of_notebook_07_shows_the_overview_offline(site: Path) -> None:
             assert len(firsts) == 2 * shown and all(t.strip() for t in firsts)
             note = explorer.locator(".evalnb-x-static-note").inner_text()
             assert note.startswith("A saved view, as the notebook left it")
+            # A click reaches no kernel, and the page says why instead of doing nothing.
+            cells.first.click()
+            assert (
+                explorer.locator(".evalnb-x-message")
+                .inner_text()
+                .startswith("This is a saved view")
+            )
+            assert explorer.locator(".evalnb-x-sample").count() == 0
+            page.mouse.move(0, 0)  # no cell under the pointer in the picture
+            page.evaluate(
+                "() => { for (const m of document.querySelectorAll("
+                "'.evalnb-x-message')) m.style.display = 'none'; }"
+            )
             ARTIFACTS.mkdir(exist_ok=True)
             shot = ARTIFACTS / "docs-07-explorer.png"
             explorer.scroll_into_view_if_needed()
-            page.add_style_tag(content=".md-header { display: none; }")  # fixed: it would cover
+            page.add_style_tag(content=HIDE_FIXED)
             explorer.screenshot(path=str(shot))
         except Exception:
             ARTIFACTS.mkdir(exist_ok=True)
@@ -207,7 +222,7 @@ def the_page_of_notebook_04_shows_the_review_panel_offline(site: Path) -> None:
             assert {"Pass", "Fail", "Needs review"} <= set(labels)
             ARTIFACTS.mkdir(exist_ok=True)
             panel.scroll_into_view_if_needed()
-            page.add_style_tag(content=".md-header { display: none; }")  # fixed: it would cover
+            page.add_style_tag(content=HIDE_FIXED)
             panel.screenshot(path=str(ARTIFACTS / "docs-04-panel.png"))
         finally:
             browser.close()
