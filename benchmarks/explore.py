@@ -1,9 +1,9 @@
 """How fast the explorer opens and answers on a run of 100,000 samples, and how big its page is.
 
 The run: 1,000 cases x 2 variants x 50 repeats (``--cases``, ``--repeats``), three checks per
-sample, written by evalnb's store (real Parquet). Each round runs in a fresh interpreter (a full garbage collection after
-its imports, as a notebook's imports are long done when a widget is made) and times, beside
-each other, ``evalnb.load`` (the baseline: reading the run), ``evalnb.rates`` per case and
+sample, written by evalnb's store (real Parquet). Each round runs in a fresh interpreter (a
+full garbage collection after its imports, as a notebook's imports are long done when a
+widget is made) and times, beside each other, ``evalnb.load`` (the baseline: reading the run), ``evalnb.rates`` per case and
 variant (the analysis the overview is made of) and ``explore(run)`` (the kernel side of
 opening). Then the clicks, through the widget's own message handler (no front end: the
 kernel's work per click), and the size of the synced state (the JSON of the widget's traits)
