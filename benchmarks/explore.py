@@ -3,11 +3,11 @@
 The run: 1,000 cases x 2 variants x 50 repeats (``--cases``, ``--repeats``), three checks per
 sample, written by evalnb's store (real Parquet). Each round runs in a fresh interpreter (a
 full garbage collection after its imports, as a notebook's imports are long done when a
-widget is made) and times, beside each other, ``evalnb.load`` (the baseline: reading the run), ``evalnb.rates`` per case and
-variant (the analysis the overview is made of) and ``explore(run)`` (the kernel side of
-opening). Then the clicks, through the widget's own message handler (no front end: the
-kernel's work per click), and the size of the synced state (the JSON of the widget's traits)
-after each one. Rounds are reported as medians.
+widget is made) and times, beside each other, ``evalnb.load`` (the baseline: reading the
+run), ``evalnb.rates`` per case and variant (the analysis the overview is made of) and
+``explore(run)`` (the kernel side of opening). Then the clicks, through the widget's own
+message handler (no front end: the kernel's work per click), and the size of the synced
+state (the JSON of the widget's traits) after each one. Rounds are reported as medians.
 
     .venv/bin/python benchmarks/explore.py [--rounds 3] [--cases 1000] [--repeats 50]
 """
