@@ -89,11 +89,13 @@ schema-doc: setup
 
 images: setup
 	$(BIN)/python docs/make_images.py
+	$(BIN)/python docs/make_widget_images.py
 
 # The documentation site (mkdocs.yml) into build/site: the guide, the API reference from the
 # docstrings and the six notebooks, executed (about 2-3 minutes; DOCS_EXECUTE=false renders
 # them as stored, without outputs). Open build/site/index.html. mkdocs-jupyter stores the
-# widget state as it executes: the pages keep the review panel and the progress bars.
+# widget state as it executes, and each page draws the explorer, the review panel and the
+# progress bars from it with evalnb's own script (docs/_build/hooks.py): no network needed.
 DOCS_EXECUTE ?= true
 docs: setup
 	NO_MKDOCS_2_WARNING=1 EVALNB_DOCS_EXECUTE=$(DOCS_EXECUTE) $(BIN)/mkdocs build --strict

@@ -1,15 +1,15 @@
 """How fast the explorer opens and answers on a run of 100,000 samples, and how big its page is.
 
-The run: 1,000 cases x 2 variants x 50 repeats, three checks per sample, written by evalnb's
-store (real Parquet). Each round runs in a fresh interpreter (a full garbage collection after
-its imports, as a notebook's imports are long done when a widget is made) and times, beside
-each other, ``evalnb.load`` (the baseline: reading the run), ``evalnb.rates`` per case and
-variant (the analysis the overview is made of) and ``explore(run)`` (the kernel side of
-opening). Then the clicks, through the widget's own message handler (no front end: the
-kernel's work per click), and the size of the synced state (the JSON of the widget's traits)
-after each one. Rounds are reported as medians.
+The run: 1,000 cases x 2 variants x 50 repeats (``--cases``, ``--repeats``), three checks per
+sample, written by evalnb's store (real Parquet). Each round runs in a fresh interpreter (a
+full garbage collection after its imports, as a notebook's imports are long done when a
+widget is made) and times, beside each other, ``evalnb.load`` (the baseline: reading the
+run), ``evalnb.rates`` per case and variant (the analysis the overview is made of) and
+``explore(run)`` (the kernel side of opening). Then the clicks, through the widget's own
+message handler (no front end: the kernel's work per click), and the size of the synced
+state (the JSON of the widget's traits) after each one. Rounds are reported as medians.
 
-    .venv/bin/python benchmarks/explore.py [--rounds 3] [--repeats 50]
+    .venv/bin/python benchmarks/explore.py [--rounds 3] [--cases 1000] [--repeats 50]
 """
 
 from __future__ import annotations
@@ -71,12 +71,18 @@ def click(name, **fields):
     assert x.view.answered == seq and not x.view.message, x.view.message
     out.setdefault("clicks", []).append([name + json.dumps(fields)[:60], took, size(), cpu])
 
+# The page asks for the overview once more as it shows, for the cells' first answers.
+click("grid_page", page=0)
 click("cell", case_id="case-0007", variant="v1")
 click("cell", case_id="case-0420", variant="v2")
 click("list_page", page=1)
 click("list_page", page=4)
 click("side", case_id="case-0420")
+click("side_view", view="plain")
+click("side_view", view="diff")
 click("grid_page", page=3)
+click("goto", target="40")
+click("goto", target="case-0999")
 click("sort", sort="rate:v1", descending=False)
 click("filters", filters={"failing": True})
 click("search", query="answer 7", regex=False)
@@ -87,6 +93,9 @@ click("filters", filters={"failing": False, "flaky": True})
 click("verdict", position=int(x.view.listing["samples"][0]["position"]), verdict="fail")
 click("verdict", position=int(x.view.listing["samples"][1]["position"]), verdict="pass")
 click("check", check="a")
+click("filters", filters={"different_answers": True})
+click("filters", filters={"different_answers": False, "different": True})
+click("reset")
 print(json.dumps(out))
 """
 
@@ -112,10 +121,11 @@ def main() -> None:
     parser.add_argument(
         "--repeats", type=int, default=50, help="repeats per case and variant (100: 200,000)"
     )
+    parser.add_argument("--cases", type=int, default=1000, help="cases (2,000: 80 pages)")
     args = parser.parse_args()
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
-        big = write_run(Path(tmp) / "big", rows(1000, args.repeats), batch=5000)
+        big = write_run(Path(tmp) / "big", rows(args.cases, args.repeats), batch=5000)
         results = []
         for _ in range(args.rounds):
             # A fresh copy of the verdicts each round: every round starts with none.

@@ -38,7 +38,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert {"evalnb/cases/suites/quiz.jsonl", "evalnb/cases/suites/quiz.toml"} <= set(names)
     # the widgets' pages: the review panel's keys and the explorer's view, no build step
     assert {"evalnb/review/keys.js", "evalnb/explorer/explore.js"} <= set(names)
-    assert "evalnb/explorer/explore.css" in names
+    assert {"evalnb/explorer/explore.css", "evalnb/explorer/saved.js"} <= set(names)
     assert not [n for n in names if n.startswith(("data/", "tests/"))]
     env_dir = base / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)

@@ -7,6 +7,9 @@ the listed samples, the search and the verdicts, and which a script or a test dr
 widget at all. The samples, their outcomes, verdicts, filters and search are the review
 panel's :class:`~evalnb.review.SampleIndex`; the sample filters are its
 :class:`~evalnb.review.SampleFilters`.
+
+Without a kernel, :file:`saved.js` draws the explorer and the review panel from the widget
+state a notebook saved (the documentation site loads it in every notebook page): no network.
 """
 
 from __future__ import annotations

@@ -5,12 +5,26 @@ from __future__ import annotations
 import difflib
 import re
 
-__all__ = ["word_diff"]
+__all__ = ["NEAR", "near_diff", "word_diff"]
 
 _TOKENS = re.compile(r"\s+|[^\s]+")
 #: Longer answers are compared on their first tokens (words and spaces) only; the rest of
 #: ``other`` follows as one ``"?"`` segment, shown unmarked as not compared.
 MAX_WORDS = 2000
+#: Two answers are *near* when at least this share of their words match (difflib's
+#: ``ratio``): below it a word diff marks nearly everything, and the answers are shown plain.
+NEAR = 0.5
+
+
+def near_diff(base: str, other: str, near: float = NEAR) -> tuple[list[list[str]] | None, float]:
+    """The word diff of ``other`` against ``base`` (:func:`word_diff`) when the two are near
+    (their similarity at least ``near``), else None; and the similarity, from 0 (no word in
+    common) to 1 (the same words), difflib's ``ratio`` over the compared words."""
+    segments = word_diff(base, other)
+    same = sum(len(_TOKENS.findall(t)) for op, t in segments if op == "=")
+    total = len(_TOKENS.findall(base)[:MAX_WORDS]) + len(_TOKENS.findall(other)[:MAX_WORDS])
+    ratio = 1.0 if total == 0 else 2.0 * same / total
+    return (segments if ratio >= near else None), ratio
 
 
 def word_diff(base: str, other: str) -> list[list[str]]:

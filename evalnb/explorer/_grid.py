@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from evalnb._exceptions import ArgumentError
 
-__all__ = ["CELL_FIELDS", "SORTS", "Grid", "build_grid"]
+__all__ = ["CELL_FIELDS", "SORTS", "Grid", "answers_differ", "build_grid"]
 
 #: Per variant, the columns of a cell (``<field>:<variant>`` in the grid).
 CELL_FIELDS = (
@@ -122,3 +124,36 @@ def _sort_column(sort: str, variants: Sequence[str]) -> str:
         return "estimate:" + sort[5:]
     options = ", ".join(repr(s) for s in [*SORTS, *(f"rate:{v}" for v in variants)])
     raise ArgumentError(f"'sort' must be one of {options}; got {sort!r}")
+
+
+def answers_differ(
+    case: np.ndarray,
+    variant: np.ndarray,
+    answers: pa.Array,
+    completed: np.ndarray,
+    *,
+    cases: int,
+    variants: int,
+) -> np.ndarray:
+    """Per case code (``0 .. cases - 1``): whether its variants' answers differ. ``case`` and
+    ``variant`` are each sample's codes, ``answers`` its text (an Arrow string array) and
+    ``completed`` whether it completed. Two variants' answers differ when a completed answer
+    of one (spaces at its ends aside) is not among the other's, or when one has a completed
+    answer and the other none; repeats that give the same answers in another order or number
+    do not differ."""
+    case, variant = case.astype(np.int64), variant.astype(np.int64)
+    done = np.asarray(completed, dtype=bool)
+    text = pc.utf8_trim_whitespace(pc.filter(answers, pa.array(done)).fill_null(""))
+    codes = pc.dictionary_encode(text).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    span = int(codes.max(initial=0)) + 1
+    c, v = case[done], variant[done]
+    # each distinct (case, answer, variant) once; per (case, answer) how many variants gave it
+    given = np.unique((c * span + codes) * variants + v) // variants
+    pairs, count = np.unique(given, return_counts=True)
+    pair_case = pairs // span
+    answering = np.bincount(np.unique(c * variants + v) // variants, minlength=cases)
+    present = np.bincount(np.unique(case * variants + variant) // variants, minlength=cases)
+    differ = np.zeros(cases, dtype=bool)
+    differ[pair_case[count < answering[pair_case]]] = True
+    differ |= (answering > 0) & (answering < present)
+    return differ

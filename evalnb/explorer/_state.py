@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 import warnings
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import regex
 
 from evalnb._exceptions import ArgumentError, EvalnbError
 from evalnb.analysis import compare, costs, rates, suite_rate
@@ -31,30 +33,48 @@ from evalnb.analysis._frames import Run, load
 from evalnb.analysis._stopped import holds_stopped
 from evalnb.analysis._story import story
 from evalnb.analysis._tally import ALL, OutcomeCode, sample_positions
-from evalnb.explorer._diff import word_diff
-from evalnb.explorer._grid import CELL_FIELDS, Grid, build_grid, sort_grid
+from evalnb.explorer._diff import near_diff
+from evalnb.explorer._grid import CELL_FIELDS, Grid, answers_differ, build_grid, sort_grid
 from evalnb.review import SampleFilters, SampleIndex, SampleKey, SearchError
 from evalnb.store import KEY
 
-__all__ = ["LIST_FILTERS", "TEXT_CHARS", "ExploreState", "GridFilters"]
+__all__ = ["FILTER_LABELS", "LIST_FILTERS", "TEXT_CHARS", "ExploreState", "GridFilters"]
 
 #: Model text longer than this is clipped in the widget (the selection holds it whole).
 TEXT_CHARS = 20_000
+#: The first answer shown in a grid cell is clipped to this (its tooltip to TIP_CHARS).
+LINE_CHARS = 160
+TIP_CHARS = 2_000
 _SEARCHES_KEPT = 8
 _LIGHT = ["status", "latency_ms", "prompt_tokens", "completion_tokens", "model"]
 #: The sample filters a list takes (its variant and case come from the cell opened).
 LIST_FILTERS = tuple(f.name for f in fields(SampleFilters) if f.name not in ("variant", "case"))
+#: What each switch filter is called on the page (and in :meth:`ExploreState.filter_names`).
+FILTER_LABELS = {
+    "different": "variants differ",
+    "different_answers": "different answers",
+    "failing": "failing",
+    "incomplete": "incomplete",
+    "flaky": "flaky",
+    "changed": "changed between variants",
+    "reviewed": "reviewed",
+    "unreviewed": "unreviewed",
+    "disagree": "verdict ≠ check",
+}
 
 
 @dataclass(frozen=True)
 class GridFilters:
-    """Which cases the overview lists: by tag, split and group (``""``: any), and with
-    ``different`` only the cases whose variants disagree on the check."""
+    """Which cases the overview lists: by tag, split and group (``""``: any); with
+    ``different`` only the cases whose variants' rates of the check differ, and with
+    ``different_answers`` only those whose variants' answers differ (some answer one variant
+    gave, the other never gave: equal rates and different words are kept)."""
 
     tag: str = ""
     split: str = ""
     group: str = ""
     different: bool = False
+    different_answers: bool = False
 
 
 class ExploreState:
@@ -103,13 +123,19 @@ class ExploreState:
         self._tallied: dict[str, tuple[np.ndarray, pd.DataFrame]] = {}
         self.grid_filters = GridFilters()
         self.sample_filters = SampleFilters()
-        self.sort, self.descending = (
-            ("absdiff", True) if len(self.variants) > 1 else ("case_id", False)
-        )
+        self.sort, self.descending = self._first_sort()
         self.grid_at = 0
         self.list_at = 0
         self.mode = "none"
         self.focus: dict[str, Any] = {}
+        #: Side by side: ``"diff"`` marks each answer's words against the first variant's
+        #: where the two are near; ``"plain"`` shows every answer as it is.
+        self.side_view = "diff"
+        #: The cases the last :meth:`goto` found (highlighted in the grid).
+        self.hits: list[str] = []
+        self._answers_differ: np.ndarray | None = None
+        self._first: np.ndarray | None = None
+        self._answer_array: np.ndarray | None = None
         self._listed = np.zeros(0, dtype=np.int64)
         self.message = ""
         self.cautions: list[str] = []
@@ -201,10 +227,70 @@ class ExploreState:
         told = story(row)  # compare's own sentence: its test named, its interval the test's
         return told.line(a, b, self.check), told.note
 
+    def _first_sort(self) -> tuple[str, bool]:
+        return ("absdiff", True) if len(self.variants) > 1 else ("case_id", False)
+
     def set_grid_filters(self, filters: GridFilters) -> None:
         """List only the cases ``filters`` keeps; back to the first page."""
         self.grid_filters = filters
         self.grid_at = 0
+
+    def reset(self) -> None:
+        """Back to the overview as it opened: no list of samples, no filter, no search, no
+        highlighted case, the first sort, the first page (the check and the pair stay)."""
+        self.grid_filters, self.sample_filters = GridFilters(), SampleFilters()
+        self.sort, self.descending = self._first_sort()
+        self.mode, self.focus, self.hits = "none", {}, []
+        self.grid_at = self.list_at = 0
+        self.side_view = "diff"
+        self._relist()
+
+    def filter_names(self) -> list[str]:
+        """The filters on, as the page names them (tag, split and group with their value)."""
+        g = self.grid_filters
+        named = [f"{name} {value}" for name, value in (("tag", g.tag), ("split", g.split),
+                 ("group", g.group)) if value]  # fmt: skip
+        for name, label in FILTER_LABELS.items():
+            source = g if name in ("different", "different_answers") else self.sample_filters
+            if getattr(source, name):
+                named.append(label)
+        return named
+
+    def set_annotator(self, annotator: str) -> None:
+        """Who gives verdicts from here on (the review button asks on the page)."""
+        if not isinstance(annotator, str) or not annotator.strip():
+            raise ArgumentError(f"'annotator' must be a non-empty string; got {annotator!r}")
+        self.annotator = self.index.annotator = annotator.strip()
+        self.index.load_verdicts()
+        self._show_verdicts()
+
+    def goto(self, target: str) -> None:
+        """Jump the overview to page ``target`` (a number, from 1) or to the first case whose
+        id holds ``target`` (case-insensitive; an exact id first), highlighting every case
+        found on the page; nothing found is a one-line :attr:`message`."""
+        text = str(target).strip()
+        rows = self.grid_rows()
+        pages = max(1, math.ceil(len(rows) / self.page_size))
+        self.message, self.hits = "", []
+        if not text:
+            return
+        if text.isdigit():
+            page = int(text)
+            if not 1 <= page <= pages:
+                self.message = f"page must be from 1 to {pages}; got {page}"
+                return
+            self.grid_at = page - 1
+            return
+        ids = rows["case_id"].astype(str)
+        exact = np.flatnonzero((ids == text).to_numpy())
+        found = np.flatnonzero(ids.str.contains(text, case=False, regex=False).to_numpy())
+        if not len(found):
+            hidden = "" if len(rows) == len(self.grid.frame) else " among the cases listed"
+            self.message = f"no case id holds {text!r}{hidden}"
+            return
+        first = int(exact[0]) if len(exact) else int(found[0])
+        self.grid_at = first // self.page_size
+        self.hits = ids.iloc[found].tolist()
 
     def set_sort(self, sort: str, descending: bool) -> None:
         """Sort the overview by ``sort`` (see :data:`~evalnb.explorer._grid.SORTS`, or
@@ -224,28 +310,101 @@ class ExploreState:
             keep &= (frame["group"] == f.group).to_numpy()
         if f.different:
             keep &= frame["different"].to_numpy()
+        if f.different_answers:
+            keep &= self.answers_differ()
         return sort_grid(frame[keep], self.sort, self.descending, self.variants)
 
-    def grid_page(self) -> dict[str, Any]:
-        """The shown page of the overview, as the widget draws it."""
+    def answers_differ(self) -> np.ndarray:
+        """Per case of the overview (in its order): whether the variants' answers differ,
+        that is some completed answer (spaces at its ends aside) of one variant is not among
+        another's, or one variant has a completed answer and another none. Made once (by
+        :meth:`warm`, or at the first use) and kept."""
+        if self._answers_differ is None:
+            index = self.index
+            differ = answers_differ(
+                index.codes["case_id"],
+                index.codes["variant"],
+                index.search_texts().answer,
+                ~index.incomplete,
+                cases=len(self._samples["case_id"].cat.categories),
+                variants=len(self._samples["variant"].cat.categories),
+            )
+            categories = self._samples["case_id"].cat.categories.astype(str)
+            at = categories.get_indexer(self.grid.frame["case_id"])
+            self._answers_differ = np.where(at >= 0, differ[np.clip(at, 0, None)], False)
+        return self._answers_differ
+
+    def _answers(self) -> np.ndarray:
+        """Every sample's answer (read at the first call, then kept)."""
+        if self._answer_array is None:
+            self._answer_array = np.asarray(self.index.texts()["answer"].to_numpy(dtype=object))
+        return self._answer_array
+
+    def grid_page(self, *, answers: bool = True) -> dict[str, Any]:
+        """The shown page of the overview, as the widget draws it; with ``answers``, each
+        cell holds its first answer (the lowest repeat's: one line, and longer on hover),
+        which reads the run's texts the first time."""
         rows = self.grid_rows()
         pages = max(1, math.ceil(len(rows) / self.page_size))
         self.grid_at = min(self.grid_at, pages - 1)
         page = rows.iloc[self.grid_at * self.page_size : (self.grid_at + 1) * self.page_size]
+        firsts = self._first_answers(page["case_id"]) if answers else None
+        hits = set(self.hits)
         return {
-            "rows": [self._grid_row(r) for r in page.to_dict("records")],
+            "rows": [self._grid_row(r, firsts, hits) for r in page.to_dict("records")],
             "page": self.grid_at,
             "pages": pages,
             "total": len(rows),
             "cases": len(self.grid.frame),
+            "answers": firsts is not None,
+            "filters": self.filter_names(),
         }
 
-    def _grid_row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _first_answers(self, case_ids: pd.Series) -> dict[tuple[str, str], str]:
+        """The first answer (lowest repeat) of each shown case under each variant."""
+        if self._first is None:
+            variants = len(self._samples["variant"].cat.categories)
+            cell = self.index.codes["case_id"].astype(np.int64) * variants + self.index.codes[
+                "variant"
+            ].astype(np.int64)
+            order = np.lexsort((self._repeat, cell))
+            cells, first = np.unique(cell[order], return_index=True)
+            table = np.full(len(self._samples["case_id"].cat.categories) * variants, -1)
+            table[cells] = order[first]
+            self._first = table
+        answers = self._answers()
+        names = list(case_ids)
+        codes = self._samples["case_id"].cat.categories.get_indexer(names)
+        variant_names = self._samples["variant"].cat.categories
+        columns = [(v, int(variant_names.get_loc(v))) for v in self.variants]
+        out = {}
+        for case, code in zip(names, codes.tolist(), strict=True):
+            if code < 0:
+                continue
+            for v, column in columns:
+                at = self._first[code * len(variant_names) + column]
+                if at >= 0:
+                    out[(case, v)] = _text(answers[at])
+        return out
+
+    def _grid_row(
+        self,
+        row: dict[str, Any],
+        firsts: dict[tuple[str, str], str] | None = None,
+        hits: set[str] | frozenset[str] = frozenset(),
+    ) -> dict[str, Any]:
         cells = []
         for v in self.variants:
             cell = {field: _plain(row[f"{field}:{v}"]) for field in CELL_FIELDS}
+            if firsts is not None:
+                first = firsts.get((row["case_id"], v))
+                if first is not None:
+                    line = " ".join(first.split())
+                    cell["answer"] = line[:LINE_CHARS] + ("…" if len(line) > LINE_CHARS else "")
+                    cell["answer_tip"] = first[:TIP_CHARS] + ("…" if len(first) > TIP_CHARS else "")
             cells.append({"variant": v, **cell})
         return {
+            "hit": row["case_id"] in hits,
             "case_id": row["case_id"],
             "group": row["group"],
             "split": row["split"],
@@ -268,6 +427,12 @@ class ExploreState:
         self.mode, self.focus = "side", {"case_id": case_id}
         self.list_at = 0
         self._relist()
+
+    def set_side_view(self, view: str) -> None:
+        """Side by side ``"diff"`` (words marked where two answers are near) or ``"plain"``."""
+        if view not in ("diff", "plain"):
+            raise ArgumentError(f"'view' must be 'diff' or 'plain'; got {view!r}")
+        self.side_view = view
 
     def open_search(self, query: str, *, use_regex: bool = False) -> None:
         """List the samples whose prompt, answer or a check's detail match ``query`` (every
@@ -317,10 +482,16 @@ class ExploreState:
         pages = max(1, math.ceil(len(self._listed) / size))
         self.list_at = min(self.list_at, pages - 1)
         shown = self._listed[self.list_at * size : (self.list_at + 1) * size]
+        samples = [self.sample_view(int(p)) for p in shown]
+        if self.mode == "search":
+            for sample in samples:
+                for name in ("prompt", "answer"):
+                    sample[f"{name}_hits"] = self._hits(sample[name])
         return {
             "mode": self.mode,
             "focus": dict(self.focus),
-            "samples": [self.sample_view(int(p)) for p in shown],
+            "filters": self.filter_names(),
+            "samples": samples,
             "page": self.list_at,
             "pages": pages,
             "total": len(self._listed),
@@ -347,13 +518,18 @@ class ExploreState:
                 answer = _text(self.index.texts()["answer"].iat[p])[:TEXT_CHARS]
                 if base is None:
                     base = answer
-                else:
-                    view["diff"] = word_diff(base, answer)
+                elif self.side_view == "diff":
+                    segments, ratio = near_diff(base, answer)
+                    view["similarity"] = round(ratio, 3)
+                    if segments is not None:
+                        view["diff"] = segments
                 cells.append(view)
             rows.append({"repeat": repeat, "cells": cells})
         return {
             "mode": "side",
             "focus": dict(self.focus),
+            "view": self.side_view,
+            "filters": self.filter_names(),
             "variants": list(self.variants),
             "rows": rows,
             "page": self.list_at,
@@ -394,14 +570,47 @@ class ExploreState:
             "verdict_by": self.index.verdict_by(position),
         }
 
+    def _hits(self, text: str) -> list[list[Any]]:
+        """``text`` as segments ``[hit, part]``, the parts the search found marked."""
+        query, use_regex = self.focus["query"], self.focus["regex"]
+        spans: list[tuple[int, int]] = []
+        if use_regex:
+            try:
+                pattern = regex.compile(query, regex.IGNORECASE)
+                spans = [
+                    m.span() for m in pattern.finditer(text, timeout=0.2) if m.end() > m.start()
+                ]
+            except (regex.error, TimeoutError):
+                spans = []
+        else:
+            lower = text.lower()
+            for word in {w for w in query.lower().split() if w}:
+                spans += [m.span() for m in re.finditer(re.escape(word), lower)]
+        spans.sort()
+        out: list[list[Any]] = []
+        at = 0
+        for start, end in spans:
+            if end <= at:
+                continue
+            start = max(start, at)
+            if start > at:
+                out.append([False, text[at:start]])
+            out.append([True, text[start:end]])
+            at = end
+        if at < len(text):
+            out.append([False, text[at:]])
+        return out
+
     def warm(self) -> None:
         """Read the text columns, the check rows and the search index (words in lower case
-        too), then tally every check, so the first list of samples, the first search and a
-        change of check do not wait for them; the widget calls this on a worker thread once
-        the overview shows."""
+        too), then tally every check and find the cases whose answers differ, so the first
+        list of samples, the first search, a change of check and the "different answers"
+        filter do not wait for them; the widget calls this on a worker thread once the
+        overview shows."""
         self.index.warm()
         for check in self.checks:  # then every check's tally, for a change of check
             self._tally(check)
+        self.answers_differ()  # and the cases whose answers differ, for that filter
 
     def _searched(self, query: str, use_regex: bool) -> np.ndarray | str:
         """The mask of samples ``query`` finds, or the one-line reason it found none;

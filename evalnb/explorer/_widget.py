@@ -32,7 +32,7 @@ from evalnb.review import Annotator, SampleKey
 __all__ = ["Explorer", "explore"]
 
 _HERE = Path(__file__).parent
-_GRID_FILTERS = ("tag", "split", "group", "different")
+_GRID_FILTERS = ("tag", "split", "group", "different", "different_answers")
 _SAMPLE_FILTERS = LIST_FILTERS
 
 
@@ -55,17 +55,23 @@ def explore(
     cell per variant with ``k/n`` of ``check`` (``"all"`` by default), the rate and its
     interval as a bar, the unscored and incomplete counts, ``flaky`` when the draws
     disagree and the human verdicts; a column of per-case differences (B - A). Sort by
-    any column; filter by tag, split, group, or only the cases whose variants differ.
+    any column; filter by tag, split, group, only the cases whose variants' rates differ
+    ("variants differ") or whose answers differ ("different answers", equal rates or not).
+    Each cell shows its first answer on one line (whole on hover). "go to" jumps to a page
+    number or to the cases whose id holds a text, highlighted. The filters on are named
+    above the grid, with a button that clears them.
 
     Clicking a cell lists its samples (every repeat): status, answer, each check with its
     detail, latency, tokens (and cost, with ``prices`` as for :func:`evalnb.costs`), tool
     actions, verdict. ``⇆`` shows a case side by side, the answers of each variant in
-    columns with a word-level diff against the first. Search takes words or a regular
-    expression over prompts, answers and check details; the sample filters (failing,
+    columns, plain or with a word-level diff against the first where two answers are near
+    (at least half their words in common). Search takes words or a regular expression over
+    prompts, answers and check details, its hits marked; the sample filters (failing,
     incomplete, flaky, changed, reviewed, unreviewed, verdict ≠ check) apply to every list.
-    From a sample, ``review`` opens the review panel at it, and with ``annotator`` the
-    verdict buttons save a verdict in place (the grid shows it at once).
-    :attr:`Explorer.selection` gives the listed samples as a frame.
+    From a sample, ``review`` opens the review panel at it (without ``annotator`` the page
+    asks for a name first), and with an annotator the verdict buttons save a verdict in
+    place (the grid shows it at once). :attr:`Explorer.selection` gives the listed samples
+    as a frame; :meth:`Explorer.reset` goes back to the overview as it opened.
 
     The kernel keeps the run; the page holds one page of cases (``page_size``) and one of
     samples (``sample_page_size``).
@@ -110,9 +116,10 @@ class Explorer(widgets.VBox):
     anywidget) and, below it, the review panel when one is open (``panel``).
 
     It takes the arguments of :func:`explore`. A script or a test drives it as a person
-    would: :meth:`open_cell`, :meth:`side_by_side`, :meth:`search`, :meth:`set_filters`,
-    :meth:`sort_by`, :meth:`record`, :meth:`review`; ``state`` is the
-    :class:`~evalnb.explorer.ExploreState` it draws.
+    would: :meth:`open_cell`, :meth:`side_by_side`, :meth:`side_view`, :meth:`search`,
+    :meth:`set_filters`, :meth:`goto`, :meth:`sort_by`, :meth:`record`, :meth:`review`,
+    :meth:`set_annotator`, and :meth:`reset` back to the overview as it opened; ``state``
+    is the :class:`~evalnb.explorer.ExploreState` it draws.
     """
 
     def __init__(
@@ -125,7 +132,11 @@ class Explorer(widgets.VBox):
         super().__init__([self.view, self._panel_box])
         self.add_class("evalnb-explorer")
         self.view.on_msg(self._handle)
-        self._draw_all()
+        # The first answers of the cells need the run's texts: the page asks for them once
+        # it shows (a worker thread is reading them by then), so opening does not wait.
+        self._draw_header()
+        self._draw_grid(answers=False)
+        self._draw_list()
         # The first list of samples and the first search would read the run's text columns
         # and lower-case them (0.3 s on 100,000 samples); a worker does it while the
         # person looks at the overview, and a click that comes sooner waits for it.
@@ -172,8 +183,9 @@ class Explorer(widgets.VBox):
 
     def set_filters(self, **filters: Any) -> None:
         """Change filters by name: the overview's ``tag``, ``split``, ``group``,
-        ``different``; the samples' ``failing``, ``incomplete``, ``flaky``, ``changed``,
-        ``reviewed``, ``unreviewed``, ``disagree``."""
+        ``different`` (the rates differ), ``different_answers`` (the answers differ); the
+        samples' ``failing``, ``incomplete``, ``flaky``, ``changed``, ``reviewed``,
+        ``unreviewed``, ``disagree``. The page names the filters on above the grid."""
         unknown = sorted(set(filters) - {*_GRID_FILTERS, *_SAMPLE_FILTERS})
         if unknown:
             options = ", ".join(repr(f) for f in (*_GRID_FILTERS, *_SAMPLE_FILTERS))
@@ -186,6 +198,24 @@ class Explorer(widgets.VBox):
         if samples:
             self.state.set_sample_filters(self.state.with_filters(**samples))
         self._draw_all()
+
+    def reset(self) -> None:
+        """Back to the overview as it opened: no samples listed, no filter, no search, the
+        first sort and page (a notebook cell that drove the explorer ends with this)."""
+        self.state.reset()
+        self._draw_all()
+
+    def goto(self, target: str | int) -> None:
+        """Show page ``target`` (a number, from 1) of the overview, or the page of the first
+        case whose id holds ``target``, the cases found highlighted."""
+        self.state.goto(str(target))
+        self._draw_grid()
+        self.view.message = self.state.message
+
+    def side_view(self, view: str) -> None:
+        """Side by side as ``"diff"`` (words marked where answers are near) or ``"plain"``."""
+        self.state.set_side_view(view)
+        self._draw_list()
 
     def sort_by(self, column: str, *, descending: bool = False) -> None:
         """Sort the overview by ``column`` (``case_id``, ``diff``, ``absdiff``, ``flaky``,
@@ -209,12 +239,17 @@ class Explorer(widgets.VBox):
         self.state.record(position, verdict)
         self._draw_all()
 
-    def review(self, position: int) -> Annotator:
-        """Open the review panel below, at the sample at ``position``."""
+    def review(self, position: int, annotator: str | None = None) -> Annotator:
+        """Open the review panel below, at the sample at ``position``, for ``annotator``
+        (given here, to :func:`explore`, or typed on the page when the review button
+        asks)."""
+        if annotator is not None:
+            self.set_annotator(annotator)
         state, annotator = self.state, self.state.annotator
         if annotator is None:
             raise ArgumentError(
-                "'annotator' is needed to review: explore(run, annotator='your name')"
+                "'annotator' is needed to review: type your name, or "
+                "explore(run, annotator='your name')"
             )
         panel = Annotator(
             state.run, annotator, check=state.check, start=state.key(position), advance=False
@@ -223,6 +258,11 @@ class Explorer(widgets.VBox):
         self.panel = panel
         self._panel_box.children = [panel]
         return panel
+
+    def set_annotator(self, annotator: str) -> None:
+        """Give verdicts as ``annotator`` from here on (the verdict buttons show)."""
+        self.state.set_annotator(annotator)
+        self._draw_all()
 
     def _heard(self, key: SampleKey, verdict: str) -> None:
         self.state.heard(key, verdict)
@@ -269,7 +309,14 @@ class Explorer(widgets.VBox):
         elif action == "verdict":
             self.record(int(content["position"]), str(content["verdict"]))
         elif action == "review":
-            self.review(int(content["position"]))
+            name = content.get("annotator")
+            self.review(int(content["position"]), str(name) if name else None)
+        elif action == "goto":
+            self.goto(str(content.get("target", "")))
+        elif action == "reset":
+            self.reset()
+        elif action == "side_view":
+            self.side_view(str(content["view"]))
         else:
             raise ArgumentError(f"unknown action {action!r}")
 
@@ -301,14 +348,15 @@ class Explorer(widgets.VBox):
             else [],
         }
 
-    def _draw_grid(self) -> None:
+    def _draw_grid(self, *, answers: bool = True) -> None:
         state = self.state
-        self.view.overview = state.grid_page()
+        self.view.overview = state.grid_page(answers=answers)
         self.view.controls = {
             "sort": state.sort,
             "descending": state.descending,
             "grid": dict(state.grid_filters.__dict__),
             "samples": dict(state.sample_filters.__dict__),
+            "named": state.filter_names(),
         }
 
     def _draw_list(self) -> None:

@@ -51,6 +51,12 @@ function render({ model, el }) {
   let seq = 0;
   const sent = new Map();
   const send = (action, fields) => {
+    if (model.get("static")) {
+      // A saved view (no kernel): say so where the answer would have come.
+      message.textContent = "This is a saved view: run the notebook in Jupyter to click through it.";
+      message.style.display = "block";
+      return;
+    }
     seq += 1;
     sent.set(seq, performance.now());
     el.dataset.pending = String(seq);
@@ -59,11 +65,12 @@ function render({ model, el }) {
 
   const top = h("div", "evalnb-x-top");
   const filters = h("div", "evalnb-x-filters");
+  const named = h("div", "evalnb-x-named");
   const searchRow = h("div", "evalnb-x-searchrow");
   const message = h("div", "evalnb-x-message");
   const grid = h("div", "evalnb-x-grid");
   const listing = h("div", "evalnb-x-listing");
-  el.append(top, filters, searchRow, message, grid, listing);
+  el.append(top, filters, named, searchRow, message, grid, listing);
 
   // -- the search row: built once, so typing is never interrupted by a redraw --------------
   const query = h("input", "evalnb-x-query");
@@ -79,7 +86,19 @@ function render({ model, el }) {
     event.stopPropagation(); // JupyterLab's shortcuts never see the keys typed here
     if (event.key === "Enter") go();
   });
-  searchRow.append(query, regexLabel, button("Search", "evalnb-x-search", go));
+  const where = h("input", "evalnb-x-goto");
+  where.type = "text";
+  where.placeholder = "case id or page";
+  where.setAttribute("dir", "auto");
+  const jump = () => send("goto", { target: where.value });
+  where.addEventListener("keydown", (event) => {
+    event.stopPropagation();
+    if (event.key === "Enter") jump();
+  });
+  searchRow.append(
+    query, regexLabel, button("Search", "evalnb-x-search", go),
+    h("span", "evalnb-x-gap", " go to "), where, button("Go", "evalnb-x-go", jump),
+  );
 
   function drawTop() {
     const head = model.get("header");
@@ -97,6 +116,9 @@ function render({ model, el }) {
       select("evalnb-x-a", variants, head.a, (v) => send("pair", { a: v, b: head.b })),
     );
     const story = h("div", "evalnb-x-story", head.story);
+    if (model.get("static")) {
+      top.append(h("div", "evalnb-x-static-note", "A saved view, as the notebook left it: open the notebook in Jupyter to click through it."));
+    }
     top.append(pick, story);
     if (head.note) top.append(h("div", "evalnb-x-note", head.note));
     const suite = h("div", "evalnb-x-suite");
@@ -129,6 +151,7 @@ function render({ model, el }) {
     choose("group", head.groups);
     const toggles = [
       ["different", "variants differ", gridFilters.different],
+      ["different_answers", "different answers", gridFilters.different_answers],
       ["failing", "failing", controls.samples.failing],
       ["incomplete", "incomplete", controls.samples.incomplete],
       ["flaky", "flaky", controls.samples.flaky],
@@ -147,6 +170,18 @@ function render({ model, el }) {
       row.append(wrap);
     }
     filters.append(row);
+    // The filters on, by name, and one button that clears them (and any list or search).
+    named.replaceChildren();
+    const on = controls.named || [];
+    const line = h("div", "evalnb-x-namedrow");
+    line.dataset.filters = on.join(",");
+    if (on.length) {
+      line.append(h("span", "evalnb-x-label-on", "filters on: "), h("b", "evalnb-x-filternames", on.join(" · ")), document.createTextNode(" "));
+    } else {
+      line.append(h("span", "evalnb-x-filternames evalnb-x-nofilter", "no filter"), document.createTextNode(" "));
+    }
+    line.append(button("↺ overview, no filter", "evalnb-x-reset", () => send("reset", {})));
+    named.append(line);
   }
 
   function sortHeader(label, key, controls) {
@@ -188,6 +223,13 @@ function render({ model, el }) {
       for (const [cls, text] of marks) line.append(h("span", cls, text));
       td.append(line);
     }
+    if (cell.answer !== undefined) {
+      // The first answer on one line; the whole of it (up to 2,000 characters) on hover.
+      const first = h("div", "evalnb-x-first", cell.answer || "(empty)");
+      first.setAttribute("dir", "auto");
+      first.title = cell.answer_tip || "";
+      td.append(first);
+    }
     td.addEventListener("click", () => send("cell", { case_id: row.case_id, variant: cell.variant }));
     return td;
   }
@@ -215,7 +257,7 @@ function render({ model, el }) {
     tr.append(sortHeader(`${head.b} − ${head.a}`, "absdiff", controls), h("th", "", ""));
     table.append(tr);
     for (const row of view.rows) {
-      const line = h("tr", "evalnb-x-row");
+      const line = h("tr", row.hit ? "evalnb-x-row evalnb-x-hit" : "evalnb-x-row");
       line.dataset.case = row.case_id;
       const name = h("td", "evalnb-x-case");
       name.append(h("span", "evalnb-x-caseid", row.case_id));
@@ -235,6 +277,14 @@ function render({ model, el }) {
   function pre(className, text, more) {
     const node = h("pre", `evalnb-x-pre ${className}`, text);
     node.setAttribute("dir", "auto");
+    if (more) node.append(h("span", "evalnb-x-more", `\n… ${more} more characters (explorer.selection holds them all)`));
+    return node;
+  }
+
+  function marked(className, parts, more) {
+    const node = h("pre", `evalnb-x-pre ${className}`);
+    node.setAttribute("dir", "auto");
+    for (const [hit, text] of parts) node.append(hit ? h("mark", "evalnb-x-mark-hit", text) : document.createTextNode(text));
     if (more) node.append(h("span", "evalnb-x-more", `\n… ${more} more characters (explorer.selection holds them all)`));
     return node;
   }
@@ -276,10 +326,16 @@ function render({ model, el }) {
     card.append(key);
     if (sample.error) card.append(pre("evalnb-x-error", sample.error, 0));
     if (!compact) {
-      card.append(h("div", "evalnb-x-label", "prompt"), pre("evalnb-x-prompt", sample.prompt, sample.prompt_more));
+      card.append(h("div", "evalnb-x-label", "prompt"), sample.prompt_hits ? marked("evalnb-x-prompt", sample.prompt_hits, sample.prompt_more) : pre("evalnb-x-prompt", sample.prompt, sample.prompt_more));
     }
-    card.append(h("div", "evalnb-x-label", "answer"));
-    card.append(sample.diff ? drawDiff(sample.diff) : pre("evalnb-x-answer", sample.answer, sample.answer_more));
+    let label = "answer";
+    if (sample.similarity !== undefined && !sample.diff) {
+      label = `answer (not marked: ${Math.round(sample.similarity * 100)}% of words in common)`;
+    }
+    card.append(h("div", "evalnb-x-label", label));
+    if (sample.diff) card.append(drawDiff(sample.diff));
+    else if (sample.answer_hits) card.append(marked("evalnb-x-answer", sample.answer_hits, sample.answer_more));
+    else card.append(pre("evalnb-x-answer", sample.answer, sample.answer_more));
     const checks = h("table", "evalnb-x-checks");
     for (const [name, outcome, detail] of sample.checks) {
       const tr = h("tr");
@@ -296,7 +352,26 @@ function render({ model, el }) {
       card.append(actions);
     }
     const buttons = h("div", "evalnb-x-buttons");
-    buttons.append(button("review", "evalnb-x-review", () => send("review", { position: sample.position })));
+    buttons.append(button("review", "evalnb-x-review", () => {
+      if (head.annotator) {
+        send("review", { position: sample.position });
+        return;
+      }
+      // No annotator yet: ask for one here, then open the panel as that name.
+      if (buttons.querySelector(".evalnb-x-who")) return;
+      const who = h("input", "evalnb-x-who");
+      who.type = "text";
+      who.placeholder = "your name (annotator)";
+      const open = () => {
+        if (who.value.trim()) send("review", { position: sample.position, annotator: who.value.trim() });
+      };
+      who.addEventListener("keydown", (event) => {
+        event.stopPropagation();
+        if (event.key === "Enter") open();
+      });
+      buttons.append(who, button("open review", "evalnb-x-open-review", open));
+      who.focus();
+    }));
     if (head.annotator) {
       for (const v of ["pass", "fail", "needs_review"]) {
         buttons.append(button(v.replace("_", " "), `evalnb-x-mark evalnb-x-mark-${v}`, () => send("verdict", { position: sample.position, verdict: v })));
@@ -313,9 +388,22 @@ function render({ model, el }) {
     const focus = view.focus || {};
     let title = "";
     if (view.mode === "cell") title = `samples of ${focus.case_id} · ${focus.variant}`;
-    else if (view.mode === "side") title = `${focus.case_id} side by side (diff against ${view.variants[0]})`;
-    else title = `search${focus.regex ? " (regex)" : ""}: ${focus.query}`;
+    else if (view.mode === "side") {
+      title = view.view === "plain" ? `${focus.case_id} side by side` : `${focus.case_id} side by side (diff against ${view.variants[0]} where answers are near)`;
+    } else title = `search${focus.regex ? " (regex)" : ""}: ${focus.query}`;
     listing.append(h("div", "evalnb-x-title", title));
+    const on = view.filters || [];
+    if (on.length) listing.append(h("div", "evalnb-x-listfilters", `only the samples these filters keep: ${on.join(" · ")}`));
+    if (view.mode === "side") {
+      const views = h("div", "evalnb-x-views");
+      for (const [name, label] of [["diff", "word diff"], ["plain", "plain"]]) {
+        const b = button(label, `evalnb-x-view-${name}`, () => send("side_view", { view: name }));
+        if (view.view === name) b.classList.add("evalnb-x-chosen");
+        b.disabled = view.view === name;
+        views.append(b);
+      }
+      listing.append(views);
+    }
     const noun = view.mode === "side" ? "samples (a page is a set of repeats)" : "samples";
     listing.append(pager("evalnb-x-listpager", view.page, view.pages, view.total, noun, "list_page"));
     if (view.mode === "side") {
@@ -330,7 +418,7 @@ function render({ model, el }) {
         for (const cell of row.cells) {
           const td = h("td", "evalnb-x-sidecol");
           if (cell) td.append(drawSample(cell, true));
-          else td.append(h("i", "", "no sample"));
+          else td.append(h("i", "evalnb-x-nosample", on.length ? `no sample kept by the filters (${on.join(" · ")})` : "no sample"));
           line.append(td);
         }
         table.append(line);
@@ -357,6 +445,10 @@ function render({ model, el }) {
   drawAll();
   model.on("change:header", () => { drawTop(); drawFilters(); drawGrid(); });
   model.on("change:controls", () => { drawFilters(); drawGrid(); });
+  // Opened without the cells' first answers (the kernel reads them after the overview
+  // shows): ask for the page again once, with them. A saved copy (no kernel) shows it as is.
+  const first = model.get("overview");
+  if (first && first.rows && first.answers === false && !model.get("static")) send("grid_page", { page: first.page });
   model.on("change:overview", drawGrid);
   model.on("change:listing", drawListing);
   model.on("change:message", drawMessage);

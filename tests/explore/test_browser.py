@@ -167,6 +167,20 @@ def check_the_shop(page: Any, shop: Answers, run_dir: Path) -> None:
     assert table.locator("tr.evalnb-x-siderow").count() == 4
     assert table.locator("tr").first.inner_text().split() == ["repeat", "v1", "v2"]
     root.locator(".evalnb-x-listing").screenshot(path=str(ARTIFACTS / "explore-side-by-side.png"))
+    # The plain view marks nothing; the diff view marks only the answers near each other.
+    shop.act("plain", lambda: root.locator("button.evalnb-x-view-plain").click())
+    assert table.locator("ins, del").count() == 0
+    assert root.locator(".evalnb-x-title").inner_text() == f"{case} side by side"
+    shop.act("diff", lambda: root.locator("button.evalnb-x-view-diff").click())
+    labels = table.locator(".evalnb-x-label").all_inner_texts()
+    diffed = table.locator(".evalnb-x-diffed").count()
+    unmarked = [t for t in labels if t.startswith("answer (not marked:")]
+    assert diffed + len(unmarked) == 4  # each v2 answer: marked, or said why not
+
+    # Go to a case: its page, the row highlighted, and the filter named.
+    where = root.locator("input.evalnb-x-goto")
+    shop.act("goto", lambda: (where.fill("REFUND"), where.press("Enter")))
+    assert root.locator("tr.evalnb-x-hit").get_attribute("data-case") == "refund-request"
 
     # "Variants differ": only cases whose two rates differ.
     toggle = root.locator("input.evalnb-x-filter-different")
@@ -176,6 +190,14 @@ def check_the_shop(page: Any, shop: Answers, run_dir: Path) -> None:
         assert len(set(rates)) > 1, rates
     shop.act("different", lambda: toggle.uncheck())
     assert root.locator("tr.evalnb-x-row").count() == 4
+    # "Different answers": cases whose variants' answers differ, named above the grid.
+    answers = root.locator("input.evalnb-x-filter-different_answers")
+    shop.act("different answers", lambda: answers.check())
+    assert root.locator(".evalnb-x-filternames").inner_text() == "different answers"
+    assert 1 <= root.locator("tr.evalnb-x-row").count() <= 4
+    shop.act("reset", lambda: root.locator("button.evalnb-x-reset").click())
+    assert root.locator(".evalnb-x-filternames").inner_text() == "no filter"
+    assert root.locator(".evalnb-x-listing").inner_text().strip() == ""
 
     # Search: a word, a regular expression, a bad one.
     query = root.locator("input.evalnb-x-query")
@@ -188,6 +210,8 @@ def check_the_shop(page: Any, shop: Answers, run_dir: Path) -> None:
     assert {"order-status", "refund-request"} <= {c for c, _, _ in shop.samples()}
     assert all(re.search(r"A-104[23]", t) for t in cards.all_inner_texts())
     assert root.locator(".evalnb-x-title").inner_text() == "search (regex): A-104[23]"
+    hits = root.locator(".evalnb-x-listing mark.evalnb-x-mark-hit").all_inner_texts()
+    assert hits and all(re.fullmatch(r"A-104[23]", h) for h in hits), hits[:5]
     root.screenshot(path=str(ARTIFACTS / "explore-search.png"))
     shop.act("search bad regex", lambda: (query.fill("(unclosed"), query.press("Enter")))
     message = root.locator(".evalnb-x-message").inner_text()
@@ -296,3 +320,171 @@ def test_explore_in_jupyterlab(tmp_path: Path, standin: Any) -> None:
     (ARTIFACTS / "explore-timings.json").write_text(json.dumps(times, indent=1))
     every = [ms for values in times.values() for ms in values]
     assert every and all(0 <= ms < SLOW_MS for ms in every), times
+
+
+NOTEBOOK_07 = "07_explore.ipynb"
+
+
+@pytest.mark.timeout(900)
+def test_notebook_07_after_run_all_shows_the_overview_and_reviews(tmp_path: Path) -> None:
+    """Notebook 07 as a reader runs it (the tests' small settings): after Run All its explorer
+    shows the overview with no filter and no samples listed; a sample's review button asks
+    for a name and opens the review panel there, whose verdict is saved under that name."""
+    require_chromium()
+    import nbformat
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_notebooks import NOTEBOOKS, QUICK
+    from tests.test_notebooks_browser import run_all as run_all_cells
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    (tmp_path / "data").symlink_to(NOTEBOOKS.parent / "data")  # the notebook's ../data
+    notebook = nbformat.read(NOTEBOOKS / NOTEBOOK_07, as_version=4)
+    (at,) = [i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])]
+    runs = root / "runs"
+    overrides = f"{QUICK[NOTEBOOK_07]}\nRUNS_DIR = {str(runs)!r}"
+    notebook.cells.insert(at + 1, nbformat.v4.new_code_cell(overrides))
+    nbformat.write(notebook, root / NOTEBOOK_07)
+    tracker = root / ".lab-home" / "settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    with jupyter_lab(root) as lab, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            page.goto(lab.page_url(NOTEBOOK_07))
+            cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+            cells.first.wait_for()
+            lab.wait_notebook_idle(NOTEBOOK_07)
+            cells.first.click()
+            run_all_cells(page)
+            page.wait_for_function(
+                "() => { const p = [...document.querySelectorAll("
+                "'.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')];"
+                " return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.innerText)); }",
+                timeout=600_000,
+            )
+            lab.wait_notebook_idle(NOTEBOOK_07)
+            errors = page.locator(
+                ".jp-NotebookPanel:not(.lm-mod-hidden) "
+                ".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']"
+            ).all_inner_texts()
+            assert [e for e in errors if "Error" in e] == []
+            explorer = Answers(page, 0)
+            root_el = explorer.root
+            root_el.scroll_into_view_if_needed()
+            # Run All left it as it opened: the overview, no filter named or ticked, no list.
+            root_el.locator(".evalnb-x-first").first.wait_for()
+            assert root_el.locator(".evalnb-x-filternames").inner_text() == "no filter"
+            assert root_el.locator(".evalnb-x-filters input:checked").count() == 0
+            assert root_el.locator(".evalnb-x-listing").inner_text().strip() == ""
+            rows = root_el.locator("tr.evalnb-x-row")
+            assert rows.count() >= 4
+            assert root_el.locator(".evalnb-x-first").count() == 2 * rows.count()
+            ARTIFACTS.mkdir(exist_ok=True)
+            root_el.screenshot(path=str(ARTIFACTS / "explore-07-after-run-all.png"))
+
+            # The review button asks for a name, then opens the panel at that sample.
+            first = rows.first
+            case = first.get_attribute("data-case")
+            explorer.act(
+                "cell", lambda: first.locator("td.evalnb-x-cell[data-variant='v2']").click()
+            )
+            card = root_el.locator(".evalnb-x-sample").nth(1)
+            card.locator("button.evalnb-x-review").click()
+            who = card.locator("input.evalnb-x-who")
+            who.wait_for()
+            assert not page.locator(
+                ".jp-NotebookPanel:not(.lm-mod-hidden) .evalnb-annotator"
+            ).count()
+            who.fill("reader")
+            explorer.act("review", lambda: who.press("Enter"))
+            assert not root_el.locator(".evalnb-x-message").inner_text()
+            panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .evalnb-annotator")
+            panel.locator(".evalnb-header").wait_for()
+            header = panel.locator(".evalnb-header").inner_text()
+            assert f"{case} · variant v2 · repeat 1" in header
+            assert "reviewer reader" in panel.inner_text()
+            panel.scroll_into_view_if_needed()
+            panel.screenshot(path=str(ARTIFACTS / "explore-07-review.png"))
+            panel.locator("button.evalnb-pass").click()
+            run_dir = runs / "explore"
+            wait_for(lambda: len(latest_verdicts(run_dir)) == 1, "the panel's verdict on disk")
+            saved = latest_verdicts(run_dir).iloc[0]
+            assert (saved["case_id"], saved["variant"], saved["repeat"]) == (case, "v2", 1)
+            assert saved["annotator"] == "reader"
+            # with a name, the verdict buttons show in place
+            root_el.locator("button.evalnb-x-mark-pass").first.wait_for()
+        except Exception:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "explore-07-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+
+
+@pytest.mark.timeout(900)
+def test_a_saved_notebook_07_shows_its_explorer_in_jupyterlab(tmp_path: Path) -> None:
+    """Notebook 07 executed and saved with its widget state (as nbclient and JupyterLab save
+    it), reopened in JupyterLab with every request off 127.0.0.1 refused: the explorer shows
+    its overview from the saved state, before any cell runs again."""
+    require_chromium()
+    import nbformat
+    from nbclient import NotebookClient
+    from nbformat.sign import NotebookNotary
+    from playwright.sync_api import Route, sync_playwright
+
+    from tests.test_notebooks import NOTEBOOKS, QUICK
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    notebook = nbformat.read(NOTEBOOKS / NOTEBOOK_07, as_version=4)
+    (at,) = [i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])]
+    overrides = f"{QUICK[NOTEBOOK_07]}\nRUNS_DIR = {str(root / 'runs')!r}"
+    notebook.cells.insert(at + 1, nbformat.v4.new_code_cell(overrides))
+    NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        store_widget_state=True,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    ).execute()
+    assert "application/vnd.jupyter.widget-state+json" in notebook.metadata["widgets"]
+    # Signed, as JupyterLab signs a notebook its user saves (an untrusted one shows the
+    # explorer's plain-table fallback instead of the widget).
+    NotebookNotary().sign(notebook)
+    nbformat.write(notebook, root / NOTEBOOK_07)
+    with jupyter_lab(root) as lab, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        page.set_default_timeout(TIMEOUT_MS)
+        refused: list[str] = []
+
+        def only_loopback(route: Route) -> None:
+            if route.request.url.startswith(lab.url + "/"):
+                route.continue_()
+            else:
+                refused.append(route.request.url)
+                route.abort()
+
+        page.route("**/*", only_loopback)
+        try:
+            page.goto(lab.page_url(NOTEBOOK_07))
+            explorer = page.locator(EXPLORER).first
+            explorer.locator("tr.evalnb-x-row").first.wait_for()
+            assert "v2 vs v1 on all" in explorer.locator(".evalnb-x-story").inner_text()
+            assert explorer.locator("tr.evalnb-x-row").count() >= 4
+            assert explorer.locator(".evalnb-x-filternames").inner_text() == "no filter"
+            assert explorer.locator(".evalnb-x-listing").inner_text().strip() == ""
+            assert explorer.locator(".evalnb-x-first").count() > 0
+            ARTIFACTS.mkdir(exist_ok=True)
+            explorer.screenshot(path=str(ARTIFACTS / "explore-07-saved-in-lab.png"))
+        except Exception:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "explore-07-saved-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    assert not [u for u in refused if "unpkg" in u or "jsdelivr" in u or "widget" in u]

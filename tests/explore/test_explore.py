@@ -460,3 +460,158 @@ def test_the_explorer_and_the_panel_take_their_shared_options_alike() -> None:
         assert parameters["annotator"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
         assert parameters["check"].kind is inspect.Parameter.KEYWORD_ONLY
         assert parameters["check"].default == "all"
+
+
+def answer_rows(answers: dict[str, dict[str, list[str]]]) -> list[dict[str, Any]]:
+    """Samples from answers per case and variant (one per repeat; ``ok`` always passes)."""
+    return [
+        {"case_id": c, "variant": v, "repeat": r, "answer": text, "checks": {"ok": True}}
+        for c, by_variant in answers.items()
+        for v, texts in by_variant.items()
+        for r, text in enumerate(texts)
+    ]
+
+
+def test_different_answers_keeps_equal_rates_with_other_words(tmp_path: Path) -> None:
+    rows = answer_rows(
+        {
+            "same": {"v1": ["yes", "no"], "v2": ["no ", "yes"]},  # same set, other order
+            "spaces": {"v1": ["a b \n"], "v2": [" a b"]},
+            "worded": {"v1": ["ships Monday"], "v2": ["ships Friday"]},
+            "more": {"v1": ["x", "x"], "v2": ["x", "y"]},
+        }
+    )
+    rows.append({"case_id": "lost", "variant": "v1", "repeat": 0, "answer": "a", "checks": {}})
+    rows.append({"case_id": "lost", "variant": "v2", "repeat": 0, "status": "error"})
+    rows[-2]["checks"], rows[-1]["checks"] = {"ok": True}, {"ok": False}
+    explorer = explore(write_run(tmp_path / "answers", rows))
+    # the rates are equal but for the incomplete sample: "variants differ" keeps that one
+    explorer.set_filters(different=True)
+    assert explorer.overview["case_id"].tolist() == ["lost"]
+    explorer.set_filters(different=False, different_answers=True)
+    assert sorted(explorer.overview["case_id"]) == ["lost", "more", "worded"]
+    assert explorer.view.controls["named"] == ["different answers"]
+    assert explorer.view.overview["filters"] == ["different answers"]
+
+
+def test_filters_are_named_and_reset_goes_back_to_the_overview(counts_dir: Path) -> None:
+    explorer = explore(counts_dir, page_size=2)
+    first = explorer.view.overview["rows"][0]["case_id"]
+    explorer.side_by_side("case-03")
+    explorer.set_filters(failing=True, different=True)
+    explorer.goto(3)
+    assert explorer.view.controls["named"] == ["variants differ", "failing"]
+    assert explorer.view.listing["filters"] == ["variants differ", "failing"]
+    # failing samples only: half the side-by-side cells are empty, and the page says why
+    assert explorer.view.listing["mode"] == "side"
+    explorer.reset()
+    assert explorer.view.controls["named"] == []
+    assert explorer.view.listing == {
+        "mode": "none",
+        "focus": {},
+        "filters": [],
+        "samples": [],
+        "page": 0,
+        "pages": 1,
+        "total": 0,
+    }
+    assert explorer.view.overview["page"] == 0 and explorer.view.overview["total"] == 6
+    assert explorer.view.overview["rows"][0]["case_id"] == first
+    send(explorer, 1, "filters", filters={"flaky": True})
+    send(explorer, 2, "reset")
+    assert explorer.view.controls["named"] == [] and explorer.view.answered == 2
+
+
+def test_goto_a_page_or_a_case_highlights_the_hits(counts_dir: Path) -> None:
+    explorer = explore(counts_dir, page_size=2)
+    send(explorer, 1, "goto", target="3")
+    assert explorer.view.overview["page"] == 2 and not explorer.view.message
+    send(explorer, 2, "goto", target="CASE-05")
+    page = explorer.view.overview
+    order = explorer.overview["case_id"].tolist()
+    assert page["page"] == order.index("case-05") // 2
+    hits = [r["case_id"] for r in page["rows"] if r["hit"]]
+    assert hits == ["case-05"]
+    send(explorer, 3, "goto", target="case-0")  # every case: the first one's page
+    assert explorer.view.overview["page"] == 0
+    assert all(r["hit"] for r in explorer.view.overview["rows"])
+    send(explorer, 4, "goto", target="9")
+    assert explorer.view.message == "page must be from 1 to 3; got 9"
+    send(explorer, 5, "goto", target="nothing")
+    assert explorer.view.message == "no case id holds 'nothing'"
+
+
+def test_each_cell_shows_its_first_answer(tmp_path: Path) -> None:
+    long = "word " * 1000
+    rows = answer_rows({"c": {"v1": ["first\nline", "second"], "v2": [long, "x"]}})
+    explorer = explore(write_run(tmp_path / "first", rows))
+    explorer.goto(1)
+    (row,) = explorer.view.overview["rows"]
+    one, two = row["cells"]
+    assert one["answer"] == "first line" and one["answer_tip"] == "first\nline"
+    assert len(two["answer"]) == 161 and two["answer"].endswith("…")
+    assert len(two["answer_tip"]) == 2001
+
+
+def test_the_page_asks_for_the_first_answers_after_it_opens(counts_dir: Path) -> None:
+    explorer = explore(counts_dir)
+    # opening does not wait for the texts; the page's first message brings them
+    assert explorer.view.overview["answers"] is False
+    assert "answer" not in explorer.view.overview["rows"][0]["cells"][0]
+    send(explorer, 1, "grid_page", page=0)
+    assert explorer.view.overview["answers"] is True
+    assert "answer" in explorer.view.overview["rows"][0]["cells"][0]
+
+
+def test_side_by_side_marks_words_only_where_answers_are_near(tmp_path: Path) -> None:
+    rows = answer_rows(
+        {
+            "c": {
+                "v1": ["the order ships on Monday", "refund issued to your card"],
+                "v2": ["the order ships on Friday", "I cannot help with that request at all"],
+            }
+        }
+    )
+    explorer = explore(write_run(tmp_path / "near", rows))
+    explorer.side_by_side("c")
+    near, far = (row["cells"][1] for row in explorer.view.listing["rows"])
+    assert near["diff"] == [["=", "the order ships on "], ["-", "Monday"], ["+", "Friday"]]
+    assert "diff" not in far and far["similarity"] < 0.5
+    send(explorer, 1, "side_view", view="plain")
+    assert explorer.view.listing["view"] == "plain"
+    assert all("diff" not in row["cells"][1] for row in explorer.view.listing["rows"])
+    send(explorer, 2, "side_view", view="fancy")
+    assert explorer.view.message == "'view' must be 'diff' or 'plain'; got 'fancy'"
+
+
+def test_search_hits_are_marked(tmp_path: Path) -> None:
+    rows = answer_rows({"c": {"v1": ["Refund sent; the REFUND is final"], "v2": ["no"]}})
+    explorer = explore(write_run(tmp_path / "hits", rows))
+    explorer.search("refund")
+    (sample,) = explorer.view.listing["samples"]
+    assert sample["answer_hits"] == [
+        [True, "Refund"],
+        [False, " sent; the "],
+        [True, "REFUND"],
+        [False, " is final"],
+    ]
+    explorer.search(r"is \w+", regex=True)
+    (sample,) = explorer.view.listing["samples"]
+    assert [p for hit, p in sample["answer_hits"] if hit] == ["is final"]
+    assert "".join(p for _, p in sample["answer_hits"]) == sample["answer"]
+
+
+def test_the_review_button_asks_for_the_annotator(counts_dir: Path) -> None:
+    explorer = explore(counts_dir)
+    explorer.open_cell("case-01", "v2")
+    position = explorer.view.listing["samples"][1]["position"]
+    send(explorer, 1, "review", position=position)
+    assert explorer.view.message.startswith("'annotator' is needed to review: type your name")
+    assert explorer.panel is None
+    send(explorer, 2, "review", position=position, annotator=" ana ")
+    assert not explorer.view.message
+    assert explorer.panel is not None and explorer.view.header["annotator"] == "ana"
+    assert explorer.panel.current["repeat"] == 1
+    explorer.panel.record("pass")
+    assert latest_verdicts(counts_dir)["annotator"].tolist() == ["ana"]
+    assert explorer.view.listing["samples"][1]["verdict"] == "pass"
