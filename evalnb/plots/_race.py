@@ -87,8 +87,8 @@ def race_colors(names: list[str]) -> dict[str, Any]:
     if len(ordered) <= len(_base.PALETTE):
         return _base.variant_colors(ordered)
     if len(ordered) <= 20:
-        table = matplotlib.colormaps[_MANY].colors
-        return {n: to_hex(table[i]) for i, n in enumerate(ordered)}
+        table = matplotlib.colormaps[_MANY]
+        return {n: to_hex(table(i / 20 + 1 / 40)) for i, n in enumerate(ordered)}
     hues = matplotlib.colormaps["hsv"]
     return {n: to_hex(hues(i / len(ordered))) for i, n in enumerate(ordered)}
 
