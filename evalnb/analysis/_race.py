@@ -495,10 +495,17 @@ def _race_note(
 ) -> str:
     told = f"a race of {len(table)} variants that stopped after {looked} of {total} cases"
     told += f" ({until.get('stopped')}); the interval is the pair's anytime-valid sequence"
+    gone = False
     for name in (a, b):
         if name in table.index and table.loc[name, "status"] == "eliminated":
             at, by = table.loc[name, "eliminated_at"], table.loc[name, "by"]
             told += f"; {name} was eliminated after {int(at)} cases by {by}"
+            gone = True
+    if gone:
+        told += (
+            " (by the pair's betting test at that difference; the sequence holds at every "
+            "difference at once, so it is wider and may still hold 0)"
+        )
     return told
 
 
