@@ -28,7 +28,7 @@ called stable with probability ``p ** n + (1 - p) ** n``.
 
 Reproduce with::
 
-    nice -n 10 .venv/bin/python benchmarks/race.py             # about 10 minutes
+    nice -n 10 .venv/bin/python benchmarks/race.py             # 34 min under load
     nice -n 10 .venv/bin/python benchmarks/race.py --runs 200  # quicker, rougher
 """
 
