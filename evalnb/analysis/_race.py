@@ -1,17 +1,28 @@
 """Race many variants to the best one: the stopping rule :class:`Best` and what reads its
 runs (:func:`race`, and :func:`evalnb.compare` on a race).
 
-Every pair of variants still in the race has the paired anytime-valid confidence sequence
-of :mod:`evalnb.analysis._sequence` on its mean per-unit difference (the unit is the case,
-or the case group when cases carry one), at ``alpha = 2 * delta / (K - 1)`` for ``K``
-variants: each of its one-sided bettors errs with ``delta / (K - 1)`` at most. After each
-case a variant is eliminated once the sequence of some other variant against it excludes
-every difference up to ``eps`` (that bettor's capital at ``eps`` reached
-``(K - 1) / delta``). The best variant is eliminated only if one of its ``K - 1`` pairs
-errs on its side, so the chance that the race ever eliminates it is at most ``delta``,
-however often it looks (Ville's inequality, a union over ``K - 1`` pairs; the
-successive-elimination scheme of Even-Dar, Mannor & Mansour, JMLR 2006, with betting
-confidence sequences in place of Hoeffding bounds). ``benchmarks/race.py`` measures it.
+The unit is the case, or the case group when cases carry one: a unit's rate on a variant
+is the mean of its repeats (of its cases' rates, for a group), and a pair's difference per
+unit lies in [-1, 1]. Every pair of variants still in the race has two one-sided betting
+tests on its mean per-unit difference ``d`` (mapped to ``x = (d + 1) / 2``): one bettor
+stakes on "``a`` is more than ``eps`` better than ``b``", the other on the reverse, each
+with capital ``prod(1 + lambda_t (x_t - m))`` at the null ``m`` (``(1 + eps) / 2``, or
+``(1 - eps) / 2``) and bets ``lambda_t >= 0`` chosen from the units before ``t`` only
+(:func:`elimination_log_capital`: Waudby-Smith & Ramdas' approximate growth-rate-adaptive
+bets, "aGRAPA", JRSS-B 2024 section 5.1, hedged over two caps as their diversified
+capital). While the null holds the capital is a nonnegative supermartingale, so by
+Ville's inequality it ever reaches ``(K - 1) / delta`` (``K`` variants) with probability at
+most ``delta / (K - 1)``, however often one looks. A variant is eliminated once a bettor
+against it reaches that. The best variant is eliminated only if one of its ``K - 1`` pairs
+errs on its side, so the chance that the race ever eliminates it is at most ``delta``
+(a union over ``K - 1`` pairs; the successive-elimination scheme of Even-Dar, Mannor &
+Mansour, JMLR 2006, with betting tests in place of Hoeffding bounds). The bets grow
+towards the log-optimal stake for the difference seen, so a pair that differs is
+eliminated at about the rate of a test told the difference; the race's reported intervals
+are each pair's anytime-valid confidence sequence (:mod:`evalnb.analysis._sequence`, at
+``2 * delta / (K - 1)``), which must hold at every difference at once and so is wider
+than the test at one: an eliminated variant's interval may still hold 0.
+``benchmarks/race.py`` measures both.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from evalnb.analysis._paired import wide_counts
 from evalnb.analysis._sequence import (
     CANT_TELL,
     EQUIVALENT,
+    TRUNCATIONS,
     _Running,
     _sequence_of,
     case_rate,
@@ -38,23 +50,89 @@ from evalnb.analysis._sequence import (
 from evalnb.analysis._stopped import sequence_columns
 from evalnb.analysis._tally import tallies
 
-__all__ = ["Best", "race"]
+__all__ = ["Best", "elimination_log_capital", "race"]
 
 METHOD = (
-    "successive elimination on paired anytime-valid betting confidence sequences over "
-    "cases (Waudby-Smith & Ramdas 2024), each pair at 2 x delta / (variants - 1)"
+    "successive elimination by paired one-sided betting tests over cases (Waudby-Smith & "
+    "Ramdas 2024, aGRAPA bets), each at delta / (variants - 1); intervals: each pair's "
+    "anytime-valid betting confidence sequence at 2 x delta / (variants - 1)"
 )
+
+
+def elimination_log_capital(
+    x: np.ndarray | Sequence[float], m_up: float, m_down: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Log capital after each draw of the bettor on "the mean of ``x`` is above ``m_up``"
+    and of the one on "below ``m_down``" (default ``m_up``), ``x`` in [0, 1] along the
+    last axis (rows are independent sequences): what :class:`Best` computes for each
+    pair, one unit at a time (:class:`_Tests`, the same arithmetic).
+
+    Each bet is ``(mean - m) / (var + (mean - m) ** 2)`` on its side (0 on the other),
+    from the running mean and variance of the draws before it (a prior draw of mean 1/2,
+    variance 1/4, as the sequences' plug-in bets), capped at each of ``TRUNCATIONS`` of
+    the stake that would let the capital reach 0; the capital is shared equally among
+    the caps."""
+    x = np.asarray(x, dtype=float)
+    m_down = m_up if m_down is None else m_down
+    t = np.arange(1, x.shape[-1] + 1, dtype=float)
+    mean = (0.5 + np.cumsum(x, axis=-1)) / (t + 1)
+    spread = (0.25 + np.cumsum((x - mean) ** 2, axis=-1)) / (t + 1)
+    first = np.ones((*x.shape[:-1], 1))
+    before = np.concatenate([0.5 * first, mean[..., :-1]], axis=-1)
+    var = np.concatenate([0.25 * first, spread[..., :-1]], axis=-1)
+    share = math.log(len(TRUNCATIONS))
+    out = []
+    for m, sign in ((m_up, 1.0), (m_down, -1.0)):
+        edge = sign * (before - m)
+        bet = np.maximum(0.0, edge / (var + edge**2))
+        room = m if sign > 0 else 1 - m
+        logs = [
+            np.cumsum(np.log1p(np.minimum(bet, c / room) * sign * (x - m)), axis=-1)
+            for c in TRUNCATIONS
+        ]
+        out.append(np.logaddexp.reduce(np.stack(logs), axis=0) - share)
+    return out[0], out[1]
+
+
+class _Tests:
+    """One pair's two elimination bettors, updated one unit at a time: the arithmetic of
+    :func:`elimination_log_capital`, O(1) a unit."""
+
+    def __init__(self, m_up: float, m_down: float) -> None:
+        self.m = (m_up, m_down)
+        self.t, self.total, self.spread_sum = 0, 0.0, 0.25
+        self.mean, self.var = 0.5, 0.25
+        self.logs = np.zeros((2, len(TRUNCATIONS)))
+
+    def add(self, d: float) -> tuple[float, float]:
+        """Take one more unit's difference; the log capital of each bettor after it."""
+        x = (min(1.0, max(-1.0, d)) + 1) / 2
+        for i, (m, sign) in enumerate(zip(self.m, (1.0, -1.0), strict=True)):
+            edge = sign * (self.mean - m)
+            bet = max(0.0, edge / (self.var + edge**2))
+            room = m if sign > 0 else 1 - m
+            for j, c in enumerate(TRUNCATIONS):
+                self.logs[i, j] += math.log1p(min(bet, c / room) * sign * (x - m))
+        self.t += 1
+        self.total += x
+        self.mean = (0.5 + self.total) / (self.t + 1)
+        self.spread_sum += (x - self.mean) ** 2
+        self.var = self.spread_sum / (self.t + 1)
+        share = math.log(len(TRUNCATIONS))
+        up, down = (float(np.logaddexp.reduce(row)) - share for row in self.logs)
+        return up, down
 
 
 class Best:
     """Race ``variants`` (default: every variant of the run) to the best one.
 
     ``run(..., until=evalnb.Best())`` takes the cases in a seeded random order and after
-    each case eliminates every variant whose paired anytime-valid sequence against
-    another variant still in the race excludes being within ``eps`` of it; eliminated
-    variants draw no samples for later cases. It stops when one variant remains (with
-    ``eps``: when every pair left is within ``eps``), or when the cases or the budget run
-    out. The chance of eliminating the best variant is at most ``delta``.
+    each case eliminates every variant that the paired betting test of another variant
+    still in the race finds more than ``eps`` worse, at ``delta / (K - 1)`` a pair under
+    continuous looks; eliminated variants draw no samples for later cases. It stops when
+    one variant remains (with ``eps``: when every pair left is within ``eps``), or when
+    the cases or the budget run out. The chance of eliminating the best variant is at
+    most ``delta``.
 
     >>> evalnb.run(cases, target, variants=[...], until=evalnb.Best(eps=0.02))  # doctest: +SKIP
     """
@@ -146,9 +224,7 @@ class _Race:
             for i, a in enumerate(names)
             for b in names[i + 1 :]
         }
-        grid = next(iter(self.pairs.values())).grid if self.pairs else np.zeros(1)
-        self.at_up = int(np.argmin(np.abs(grid - (1 + eps) / 2)))
-        self.at_down = int(np.argmin(np.abs(grid - (1 - eps) / 2)))
+        self.tests = {pair: _Tests((1 + eps) / 2, (1 - eps) / 2) for pair in self.pairs}
         self.alive = list(names)
         self.seen: list[CaseOutcomes] = []
         self.unit: tuple[str | None, list[CaseOutcomes]] = (None, [])
@@ -185,9 +261,7 @@ class _Race:
             if a not in rate or b not in rate or math.isnan(rate[a] - rate[b]):
                 continue
             running.last = running.add(rate[a] - rate[b])
-            share = math.log(len(running.up))
-            up = float(np.logaddexp.reduce(running.up[:, self.at_up])) - share
-            down = float(np.logaddexp.reduce(running.down[:, self.at_down])) - share
+            up, down = self.tests[(a, b)].add(rate[a] - rate[b])
             if up >= self.limit:
                 out.setdefault(b, a)
             if down >= self.limit:
@@ -421,10 +495,17 @@ def _race_note(
 ) -> str:
     told = f"a race of {len(table)} variants that stopped after {looked} of {total} cases"
     told += f" ({until.get('stopped')}); the interval is the pair's anytime-valid sequence"
+    gone = False
     for name in (a, b):
         if name in table.index and table.loc[name, "status"] == "eliminated":
             at, by = table.loc[name, "eliminated_at"], table.loc[name, "by"]
             told += f"; {name} was eliminated after {int(at)} cases by {by}"
+            gone = True
+    if gone:
+        told += (
+            " (by the pair's betting test at that difference; the sequence holds at every "
+            "difference at once, so it is wider and may still hold 0)"
+        )
     return told
 
 

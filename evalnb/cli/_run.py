@@ -24,6 +24,7 @@ from evalnb.cases import (
 from evalnb.cases.suites import PREFIX, resolve
 from evalnb.cli._ci import show_progress
 from evalnb.cli._common import UsageError, interrupts_once
+from evalnb.cli._rules import race_note, repeats_flag, until_flag
 from evalnb.runner import run
 from evalnb.store import Manifest
 from evalnb.targets import TARGET_TYPES, Command, Containment, OpenAIChat, Target, http_target
@@ -91,7 +92,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="NAME, NAME=@PREFIX_FILE, NAME=PREFIX or NAME:key=value,... with prefix, system, "
         "template (@FILE allowed) or request params (repeatable)",
     )
-    p.add_argument("--repeats", type=int, help="samples per case and variant (default 1)")
+    p.add_argument(
+        "--repeats",
+        metavar="N|settled[:max=N,alpha=A,tol=T]",
+        help="samples per case and variant (default 1); settled: draw each case's repeats "
+        "until its verdict (stable pass, flaky, stable fail) is settled, up to max (default "
+        "10; evalnb.UntilSettled)",
+    )
     p.add_argument("--concurrency", type=int, help="samples in flight at once (default 8)")
     p.add_argument("--order", choices=["alternate", "shuffle"], help="execution order scheme")
     p.add_argument("--seed", type=int, help="seed of the shuffled order")
@@ -130,6 +137,14 @@ def _trust_argument(p: argparse.ArgumentParser) -> None:
 
 def _until_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
+        "--until",
+        metavar="best[:eps=E,delta=D,check=NAME]",
+        help="race the variants to the best one (evalnb.Best): cases run in a seeded random "
+        "order, a variant another beats by more than eps (default 0) stops drawing samples, "
+        "and the run stops once one is left; the best is eliminated with chance at most "
+        "delta (default 0.05)",
+    )
+    p.add_argument(
         "--until-decided",
         nargs="+",
         metavar="VARIANT",
@@ -146,8 +161,17 @@ def _until_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _until(args: argparse.Namespace, experiment: Experiment) -> dict[str, Any] | None:
-    """The ``[until]`` table with --until-decided, --alpha and --margin over it."""
+def _until(args: argparse.Namespace, experiment: Experiment) -> Any:
+    """The ``[until]`` table with --until-decided, --alpha and --margin over it, or the
+    rule ``--until`` names."""
+    if args.until is not None:
+        if args.until_decided:
+            raise UsageError("--until and --until-decided both stop the run; give one of them")
+        rule = until_flag(args.until)
+        for key in ("alpha", "margin"):
+            if getattr(args, key) is not None:
+                raise UsageError(f"--{key} is a setting of --until-decided; not of --until best")
+        return rule
     spec = dict(experiment.until)
     if args.until_decided:
         if len(args.until_decided) < 2:
@@ -328,10 +352,10 @@ def _design(args: argparse.Namespace, experiment: Experiment) -> RunDesign:
     cases = resolve(args.cases, ".jsonl") if args.cases else None
     if cases is None and experiment.cases is None:
         raise UsageError("no cases: give a cases file, or an experiment file with 'cases'")
-    return experiment.design(
+    design = experiment.design(
         cases,
         variants=[parse_variant(v) for v in args.variant] or None,
-        repeats=args.repeats,
+        repeats=repeats_flag(args.repeats),
         concurrency=args.concurrency,
         order=args.order,
         seed=args.seed,
@@ -342,6 +366,12 @@ def _design(args: argparse.Namespace, experiment: Experiment) -> RunDesign:
         prices=args.prices,
         cache=args.cache,
     )
+    if args.until is not None and len(design.variants) < 2:
+        raise UsageError(
+            f"--until best races two or more variants (--variant NAME...); the run has "
+            f"{len(design.variants)}"
+        )
+    return design
 
 
 def _target_spec(args: argparse.Namespace, experiment: Experiment) -> dict[str, Any]:
@@ -420,6 +450,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str], on_start: Callable[[Path
     print(result.summary())
     if design.until is not None:
         _until_note(result.path)
+
     _stopped_note(result, argv, args.resume)
     return 0
 
@@ -428,6 +459,9 @@ def _until_note(path: Path) -> None:
     """The rule's verdicts, one line per comparison, as the run's last look left them."""
     until = Manifest.read(path).until or {}
     rule, looks = until.get("rule") or {}, until.get("looks") or []
+    raced = race_note(until)
+    if raced is not None:
+        print(raced)
     for entry in until.get("verdicts") or []:
         low, high = entry.get("low"), entry.get("high")
         print(

@@ -5,15 +5,21 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
 from matplotlib.ticker import MaxNLocator
 
 from evalnb.analysis import Run, race
 from evalnb.plots import _base
 
 __all__ = ["plot_race"]
+
+#: More variants than the house palette has colours: matplotlib's tab20 (up to 20), then
+#: evenly spaced hues of a cyclic colour map.
+_MANY = "tab20"
 
 _COLUMNS = ["variant", "status", "eliminated_at", "by", "cases", "rate", "diff", "low", "high"]
 
@@ -31,7 +37,7 @@ def plot_race(data: Run | pd.DataFrame, ax: Axes | None = None) -> Axes:
     frame = race(data) if isinstance(data, Run) else data
     frame = _base.require(frame, _COLUMNS, "data", "evalnb.race(run)")
     names = [str(v) for v in frame["variant"]]
-    colors = _base.variant_colors(sorted(names))
+    colors = race_colors(names)
     ax = _base.new_axes(ax, _base.figure_height(len(names), 0.42, extra=1.8), width=8.0)
     rows = frame.reset_index(drop=True)
     ran = int(np.nanmax([rows["eliminated_at"].max(), rows["cases"].max()]))
@@ -72,6 +78,19 @@ def plot_race(data: Run | pd.DataFrame, ax: Axes | None = None) -> Axes:
         sub += f"; each pair's anytime-valid sequence at {float(rows['level'].iloc[0]):.1%}"
     _base.title(ax, head, sub=sub)
     return ax
+
+
+def race_colors(names: list[str]) -> dict[str, Any]:
+    """A distinct colour per variant: the house palette (by sorted name, as other plots
+    colour them) while it has enough colours, else tab20, else evenly spaced hues."""
+    ordered = sorted(names)
+    if len(ordered) <= len(_base.PALETTE):
+        return _base.variant_colors(ordered)
+    if len(ordered) <= 20:
+        table = matplotlib.colormaps[_MANY]
+        return {n: to_hex(table(i / 20 + 1 / 40)) for i, n in enumerate(ordered)}
+    hues = matplotlib.colormaps["hsv"]
+    return {n: to_hex(hues(i / len(ordered))) for i, n in enumerate(ordered)}
 
 
 def _lane_label(row: dict[str, Any], gone: bool) -> str:

@@ -1,6 +1,7 @@
-"""Best, the rule, fed CaseOutcomes directly: eliminations follow the pairs' sequences (the
-same arithmetic as confidence_sequence), cases of one group enter as one unit, and a look
-that does not extend the race so far starts it afresh."""
+"""Best, the rule, fed CaseOutcomes directly: eliminations follow the pairs' betting tests
+(the arithmetic of elimination_log_capital, which benchmarks/race.py simulates), cases of
+one group enter as one unit, and a look that does not extend the race so far starts it
+afresh."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import dataclasses
 
 import numpy as np
 
-import evalnb
 from evalnb import Best
 from evalnb._stopping import CaseOutcomes
+from evalnb.analysis._race import _Tests, elimination_log_capital
 
 PASS, FAIL = {"c": True}, {"c": False}
 
@@ -40,13 +41,15 @@ def test_eliminations_follow_each_pairs_sequence():
     assert set(gone) == {"b", "c"} and looks[-1].active == ("a",)
     stop = next(k for k, d in enumerate(looks) if d.stop) + 1
     assert stop == max(e["look"] for e in gone.values())
-    # b went at the first case where a's sequence against it, at 2 * delta / 2, left 0
-    d = [
-        np.mean([o["c"] for o in c.samples["a"]]) - np.mean([o["c"] for o in c.samples["b"]])
-        for c in cases
-    ]
-    seq = evalnb.confidence_sequence(d, alpha=0.05)
-    first = int(np.argmax(seq["low"].to_numpy() > 0)) + 1
+    # b went at the first case where a's bettor against it, at delta / 2, reached 2 / delta
+    d = np.array(
+        [
+            np.mean([o["c"] for o in c.samples["a"]]) - np.mean([o["c"] for o in c.samples["b"]])
+            for c in cases
+        ]
+    )
+    up, _ = elimination_log_capital((d + 1) / 2, 0.5)
+    first = int(np.argmax(up >= np.log(2 / 0.05))) + 1
     assert gone["b"]["look"] == first and gone["b"]["by"] == "a"
     # before the stop every look names the three variants' rates and who leads
     assert looks[0].look["alive"] == ["a", "b", "c"] and looks[0].active == ("a", "b", "c")
@@ -80,3 +83,26 @@ def test_with_eps_the_race_stops_once_every_pair_left_is_within_it():
     assert decision.active == ("a", "b") and decision.look["eliminated"] == []
     (b,) = [s for s in decision.look["survivors"] if s["diff"] != 0.0]
     assert b["low"] > -0.3 and b["high"] < 0.3
+
+
+def test_the_running_tests_are_the_vectorised_arithmetic():
+    rng = np.random.default_rng(3)
+    d = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=300, p=[0.05, 0.1, 0.4, 0.2, 0.25])
+    for eps in (0.0, 0.05):
+        up, down = elimination_log_capital((d + 1) / 2, (1 + eps) / 2, (1 - eps) / 2)
+        tests = _Tests((1 + eps) / 2, (1 - eps) / 2)
+        running = np.array([tests.add(float(v)) for v in d])
+        np.testing.assert_allclose(running[:, 0], up, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(running[:, 1], down, rtol=1e-9, atol=1e-9)
+    # a mean well above the null grows the "above" bettor, not the "below" one
+    assert up[-1] > np.log(40) and down[-1] < 1
+
+
+def test_under_the_null_a_bettor_rarely_reaches_its_bound():
+    # 2,000 sequences of 400 differences with mean 0: the share whose "above" bettor ever
+    # reaches 1 / 0.05 stays under 0.05 (Ville), looking after every unit
+    rng = np.random.default_rng(4)
+    d = rng.choice([-1.0, 0.0, 1.0], size=(2000, 400), p=[0.3, 0.4, 0.3])
+    up, down = elimination_log_capital((d + 1) / 2, 0.5)
+    assert (up.max(axis=1) >= np.log(20)).mean() <= 0.05
+    assert (down.max(axis=1) >= np.log(20)).mean() <= 0.05

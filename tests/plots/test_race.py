@@ -67,3 +67,24 @@ def test_plot_race_leaves_matplotlibs_settings_as_they_were():
     assert evalnb.plot_race(_race_frame(), ax) is ax
     assert (dict(matplotlib.rcParams), plt.isinteractive()) == before
     plt.close(fig)
+
+
+@pytest.mark.parametrize("count", [4, 8, 16, 25])
+def test_every_variant_has_its_own_colour(count):
+    names = [f"v{i + 1}" for i in range(count)]
+    frame = pd.DataFrame(
+        {
+            "variant": names,
+            "status": ["best"] + ["eliminated"] * (count - 1),
+            "eliminated_at": [math.nan] + [float(10 + i) for i in range(count - 1)],
+            "by": [""] + ["v1"] * (count - 1),
+            "cases": [40] + [10 + i for i in range(count - 1)],
+            "rate": [0.9] + [0.6] * (count - 1),
+            "diff": [0.0] + [math.nan] * (count - 1),
+            "low": [0.0] + [math.nan] * (count - 1),
+            "high": [0.0] + [math.nan] * (count - 1),
+        }
+    )
+    ax = evalnb.plot_race(frame)
+    colours = {matplotlib.colors.to_hex(p.get_facecolor(), keep_alpha=False) for p in ax.patches}
+    assert len(ax.patches) == count and len(colours) == count
