@@ -25,6 +25,11 @@ An experiment file is TOML; paths in it are relative to the file::
     [until]                   # run until decided (evalnb.Decided): a baseline, b one or more
     a = "v1"
     b = "v2"                  # or ["v2", "v3"]; alpha = 0.05, margin = 0.05, check = "all"
+
+``[until]`` may instead race the variants to the best one (evalnb.Best): ``rule = "best"``
+with ``variants`` (all when left out), ``eps``, ``delta`` and ``check``. ``repeats`` may be a
+table, ``repeats = { rule = "settled", max = 10 }`` (evalnb.UntilSettled: ``alpha``, ``tol``),
+drawing repeats of a case until its flakiness verdict is settled.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb._exceptions import ArgumentError, CasesError
-from evalnb._stopping import rule_from_record
+from evalnb._stopping import repeat_rule_from_record, rule_from_record
 from evalnb._types import Variant
 from evalnb.cases._design import (
     JudgeSpec,
@@ -99,6 +104,9 @@ _VARIANT = (
 )
 _JUDGE = ("model", "base_url", "api_key_env")
 _UNTIL = ("a", "b", "alpha", "margin", "check")
+#: The fields of each rule an ``[until]`` table may name with ``rule = ...``.
+_RULE_FIELDS = {"decided": _UNTIL, "best": ("variants", "eps", "delta", "check")}
+_REPEAT_FIELDS = ("max", "alpha", "tol")
 
 
 @dataclass
@@ -116,7 +124,7 @@ class Experiment:
     cases: Path | None = None
     target: dict[str, Any] = field(default_factory=dict)
     variants: list[Variant] = field(default_factory=list)
-    repeats: int | None = None
+    repeats: int | dict[str, Any] | None = None
     concurrency: int | None = None
     order: str | None = None
     seed: int | None = None
@@ -140,6 +148,9 @@ class Experiment:
         if until is None or isinstance(until, Mapping):
             table = {**self.until, **(until or {})}
             until = rule_from_record({"rule": "decided", **table}) if table else None
+        repeats = values.get("repeats")
+        if isinstance(repeats, Mapping):
+            values["repeats"] = repeat_rule_from_record(repeats)
         values.update({k: v for k, v in flags.items() if v is not None})
         source = cases if cases is not None else self.cases
         if source is None:
@@ -204,27 +215,59 @@ def _judge(raw: Any, path: Path) -> JudgeSpec:
 
 
 def _until(raw: Any, path: Path) -> dict[str, Any]:
-    """The ``[until]`` table: the arguments of ``evalnb.Decided``, checked by building it."""
+    """The ``[until]`` table: the arguments of ``evalnb.Decided`` (or, with ``rule =
+    "best"``, of ``evalnb.Best``), checked by building the rule."""
     if not isinstance(raw, dict):
         raise CasesError(f"{path}: 'until' must be a table; got {raw!r}")
+    kind = raw.get("rule", "decided")
+    if kind not in _RULE_FIELDS:
+        raise CasesError(
+            f"{path}: 'until.rule' must be one of {', '.join(map(repr, _RULE_FIELDS))}; "
+            f"got {kind!r}"
+        )
+    fields = _RULE_FIELDS[kind]
     for key in raw:
-        if key not in _UNTIL:
+        if key != "rule" and key not in fields:
             raise CasesError(
-                f"{path}: 'until.{key}' is not a stopping-rule field (fields: {', '.join(_UNTIL)})"
+                f"{path}: 'until.{key}' is not a field of the {kind!r} rule "
+                f"(fields: rule, {', '.join(fields)})"
             )
-    for key in ("a", "b"):
-        if key not in raw:
-            raise CasesError(f"{path}: 'until.{key}' is required (a variant name)")
+    if kind == "decided":
+        for key in ("a", "b"):
+            if key not in raw:
+                raise CasesError(f"{path}: 'until.{key}' is required (a variant name)")
     try:
-        rule_from_record({"rule": "decided", **raw})
+        rule_from_record({"rule": kind, **raw})
     except (ValueError, TypeError) as exc:  # ArgumentError is a ValueError
         raise CasesError(f"{path}: [until]: {exc}") from None
     return dict(raw)
 
 
+def _repeats(value: Any) -> Any:
+    """``repeats``: a whole number, or a repeat rule's table (``rule = "settled"``)."""
+    if not isinstance(value, dict):
+        return check_whole("repeats", value)
+    kind = value.get("rule")
+    if kind != "settled":
+        raise ArgumentError(f"'repeats.rule' must be 'settled' in a repeats table; got {kind!r}")
+    for key in value:
+        if key != "rule" and key not in _REPEAT_FIELDS:
+            raise ArgumentError(
+                f"'repeats.{key}' is not a field of the 'settled' rule "
+                f"(fields: rule, {', '.join(_REPEAT_FIELDS)})"
+            )
+    if "max" not in value:
+        raise ArgumentError("'repeats.max' is required (the most repeats a case may draw)")
+    try:
+        repeat_rule_from_record(value)
+    except (ValueError, TypeError) as exc:
+        raise ArgumentError(f"[repeats]: {exc}") from None
+    return dict(value)
+
+
 #: The experiment's design keys with their checks (those of RunDesign.build).
 _CHECKS: dict[str, Callable[[Any], Any]] = {
-    "repeats": lambda v: check_whole("repeats", v),
+    "repeats": _repeats,
     "concurrency": lambda v: check_whole("concurrency", v),
     "order": check_order,
     "seed": check_seed,

@@ -210,6 +210,22 @@ def test_run_experiment_and_the_cli_build_one_design_judge_defaults_and_until_ke
             'cases = "x.jsonl"\n[until]\na = "v1"\nb = "v2"\nalpha = "high"\n',
             "[until]: 'alpha' must be a number in (0, 0.5); got 'high'",
         ),
+        (
+            'cases = "x.jsonl"\n[until]\nrule = "fastest"\n',
+            "'until.rule' must be one of 'decided', 'best'; got 'fastest'",
+        ),
+        (
+            'cases = "x.jsonl"\n[until]\nrule = "best"\na = "v1"\n',
+            "'until.a' is not a field of the 'best' rule (fields: rule, variants, eps",
+        ),
+        (
+            'cases = "x.jsonl"\nrepeats = { rule = "settled" }\n',
+            "'repeats.max' is required (the most repeats a case may draw)",
+        ),
+        (
+            'cases = "x.jsonl"\nrepeats = { rule = "settled", max = 10, bound = 2 }\n',
+            "'repeats.bound' is not a field of the 'settled' rule (fields: rule, max, alpha, tol)",
+        ),
     ],
 )
 def test_a_wrong_typed_experiment_key_is_one_located_line_and_exit_2(
@@ -229,3 +245,43 @@ def test_a_wrong_typed_experiment_key_is_one_located_line_and_exit_2(
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert str(path) in lines[0] and message in lines[0], lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+RACE = """\
+cases = "{cases}"
+repeats = {repeats}
+seed = 5
+
+[target]
+standin = true
+model = "shop-v1"
+
+[[variants]]
+name = "v1"
+
+[[variants]]
+name = "v2"
+params = {{ model = "shop-v2" }}
+{until}"""
+
+
+def test_an_experiment_file_races_to_the_best_or_settles_repeats(tmp_path: Path) -> None:
+    shop = Path(__file__).resolve().parents[2] / "data" / "cases" / "shop.jsonl"
+    raced = tmp_path / "race.toml"
+    until = '\n[until]\nrule = "best"\ndelta = 0.1\n'
+    raced.write_text(RACE.format(cases=shop, repeats=2, until=until))
+    design = load_experiment(raced).design()
+    assert design.until is not None and design.until.describe()["rule"] == "best"
+    assert design.until.describe()["delta"] == 0.1
+    out = tmp_path / "r1"
+    assert main(["run", "--experiment", str(raced), "--out", str(out), "--no-progress"]) == 0
+    assert read_manifest(out)["until"]["rule"]["rule"] == "best"
+
+    settled = tmp_path / "settled.toml"
+    settled.write_text(RACE.format(cases=shop, repeats='{ rule = "settled", max = 4 }', until=""))
+    design = load_experiment(settled).design()
+    assert isinstance(design.repeats, evalnb.UntilSettled) and design.repeats.max == 4
+    out = tmp_path / "r2"
+    assert main(["run", "--experiment", str(settled), "--out", str(out), "--no-progress"]) == 0
+    samples = evalnb.load(out).samples
+    assert samples.groupby(["case_id", "variant"]).size().max() <= 4
