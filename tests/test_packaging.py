@@ -39,6 +39,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # the widgets' pages: the review panel's keys and the explorer's view, no build step
     assert {"evalnb/review/keys.js", "evalnb/explorer/explore.js"} <= set(names)
     assert {"evalnb/explorer/explore.css", "evalnb/explorer/saved.js"} <= set(names)
+    # the stubs the lazy packages read their public names from
+    assert {"evalnb/__init__.pyi", "evalnb/analysis/__init__.pyi"} <= set(names)
     assert not [n for n in names if n.startswith(("data/", "tests/"))]
     env_dir = base / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.proportion import proportion_confint
 
 from evalnb.analysis import _args
 from evalnb.analysis import _display as display
@@ -34,8 +34,9 @@ def rates(
     ``metadata.<key>``). ``check`` picks check names; ``"all"`` is the derived "every
     scored check passed". ``source="verdicts"`` rates human verdicts instead: the latest
     verdict per (sample, annotator) counts, and ``annotator`` may be used in ``by``.
-    ``method`` is passed to statsmodels ``proportion_confint``: ``"wilson"``,
-    ``"agresti_coull"``, ``"beta"`` (Clopper-Pearson) or ``"jeffreys"``.
+    ``method`` is ``"wilson"`` (the score interval in closed form, equal to statsmodels
+    ``proportion_confint``'s), or ``"agresti_coull"``, ``"beta"`` (Clopper-Pearson) or
+    ``"jeffreys"`` from statsmodels ``proportion_confint``.
 
     Returns:
         DataFrame, one row per group and check, columns:
@@ -102,9 +103,10 @@ def proportion_interval(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(estimate, low, high)`` arrays for counts ``k`` of ``n``; NaN where ``n`` is 0.
 
-    Counts may be fractional (an effective sample size); the interval comes from
-    statsmodels ``proportion_confint``, with the lower bound exactly 0 when ``k`` is 0
-    and the upper bound exactly 1 when ``k`` is ``n`` (the Jeffreys convention too).
+    Counts may be fractional (an effective sample size); the Wilson interval is the closed
+    form below, the other methods come from statsmodels ``proportion_confint``; the lower
+    bound is exactly 0 when ``k`` is 0 and the upper bound exactly 1 when ``k`` is ``n``
+    (the Jeffreys convention too).
     """
     level = _args.level(level)
     _args.choice("method", method, _args.INTERVAL_METHODS)
@@ -116,9 +118,34 @@ def proportion_interval(
     ok = n > 0
     if ok.any():
         estimate[ok] = k[ok] / n[ok]
-        low[ok], high[ok] = proportion_confint(k[ok], n[ok], alpha=1 - level, method=method)
+        if method == "wilson":
+            low[ok], high[ok] = wilson_interval(k[ok], n[ok], level=level)
+        else:
+            # statsmodels loads scipy: only for the methods that need it, so that reading a
+            # run and its Wilson rates stays light.
+            from statsmodels.stats.proportion import proportion_confint
+
+            low[ok], high[ok] = proportion_confint(k[ok], n[ok], alpha=1 - level, method=method)
         # No passes: the lower bound is 0, not rounding noise (Wilson gives 2.8e-17 for 0/7,
         # statsmodels' Jeffreys 1e-4); all passed: the upper bound is 1.
         low[ok] = np.where(k[ok] <= 0, 0.0, low[ok])
         high[ok] = np.where(k[ok] >= n[ok], 1.0, high[ok])
     return estimate, low, high
+
+
+def wilson_interval(k: np.ndarray, n: np.ndarray, *, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The Wilson score interval for ``k`` of ``n`` (``n > 0``), ``(low, high)``.
+
+    Wilson, E. B. (1927), "Probable inference, the law of succession, and statistical
+    inference", JASA 22(158), 209-212: with ``z`` the normal quantile at ``1 - (1 -
+    level) / 2`` and ``p = k / n``, the centre is ``(p + z^2 / 2n) / (1 + z^2 / n)`` and
+    the half-width ``z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)``; the same
+    formula as statsmodels ``proportion_confint(method="wilson")``.
+    """
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    p = k / n
+    z2n = z * z / n
+    denominator = 1 + z2n
+    centre = (p + z2n / 2) / denominator
+    half = z * np.sqrt(p * (1 - p) / n + z2n / (4 * n)) / denominator
+    return centre - half, centre + half

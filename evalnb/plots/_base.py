@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -121,7 +122,11 @@ def new_axes(ax: Axes | None, height: float, width: float = 9.0) -> Axes:
             raise TypeError(f"'ax' must be a matplotlib Axes or None; got {type(ax).__name__}")
         return ax
     if _OFFSCREEN.get():
-        return Figure(figsize=(width, height), layout="constrained").add_subplot()
+        figure = Figure(figsize=(width, height), layout="constrained")
+        # The canvas that will draw it, from the start: the layout then measures text with
+        # the renderer that draws it, so the drawing finds every text's size measured.
+        FigureCanvasAgg(figure)
+        return figure.add_subplot()
     import matplotlib.pyplot as plt
 
     _, new = plt.subplots(figsize=(width, height), layout="constrained")

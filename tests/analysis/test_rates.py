@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -42,6 +43,23 @@ def test_wilson_intervals_match_the_reference(k: int, n: int, low: float, high: 
     assert estimate[0] == pytest.approx(k / n)
     assert lo[0] == pytest.approx(low, abs=5e-5)
     assert hi[0] == pytest.approx(high, abs=5e-5)
+
+
+@pytest.mark.parametrize("level", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
+def test_the_closed_form_wilson_is_statsmodels_wilson(level: float) -> None:
+    # The closed form stands in for statsmodels proportion_confint(method="wilson") so that
+    # rates need no scipy; fractional counts (effective sample sizes) included.
+    from statsmodels.stats.proportion import proportion_confint
+
+    rng = np.random.default_rng(41)
+    n = np.concatenate([np.arange(1, 60), rng.uniform(0.5, 5_000, 2_000)])
+    k = np.concatenate(
+        [rng.integers(1, 60, 59) % np.arange(1, 60), rng.uniform(0, 1, 2_000) * n[59:]]
+    )
+    _, low, high = proportion_interval(k, n, level=level)
+    ref_low, ref_high = proportion_confint(k, n, alpha=1 - level, method="wilson")
+    assert low == pytest.approx(np.where(k <= 0, 0.0, ref_low), abs=1e-13)
+    assert high == pytest.approx(np.where(k >= n, 1.0, ref_high), abs=1e-13)
 
 
 def test_rates_per_case_and_pooled_use_the_reference_numbers(shop: Path) -> None:
