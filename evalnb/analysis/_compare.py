@@ -23,7 +23,15 @@ from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._exact import rejects, sign_flip_min_p
 from evalnb.analysis._frames import Run
-from evalnb.analysis._paired import FEW_GROUPS, PairedTest, Pairs, paired_test, wide_counts
+from evalnb.analysis._paired import (
+    FEW_GROUPS,
+    PairedTest,
+    Pairs,
+    exact_conditional,
+    paired_test,
+    wide_counts,
+    within_cases,
+)
 from evalnb.analysis._tally import has_column, require_cases, tallies
 
 __all__ = ["compare", "compare_cases"]
@@ -63,7 +71,8 @@ def compare(
     The test follows the design. ``mode="random"`` (generalise to new cases): paired t
     across cases on ``C - 1`` degrees of freedom (groups when cases share a ``group``);
     with fewer than 10 groups the exact sign-flip test over cases (groups) must agree,
-    because the t is not robust with so few (its p is in ``p_exact``). ``mode="fixed"``
+    because the t is not robust with so few (its p is in ``p_exact``, the t's in
+    ``p_method``; ``p_value`` is the larger, the one the verdict uses). ``mode="fixed"``
     (exactly these cases): the within-case binomial variance with a normal interval,
     and the exact conditional test of the per-case 2x2 tables must agree. With one sample
     per case and side both modes use the exact McNemar test, and the interval is the one
@@ -91,15 +100,18 @@ def compare(
         - ``diff``: mean of per-case (B - A); ``se``: its standard error;
         - ``df``: degrees of freedom (infinite for ``mode="fixed"``);
         - ``low``, ``high``: interval for ``diff`` at ``level``, cut to [-1, 1]: the one
-          the deciding test (the larger of ``p_value`` and ``p_exact``) inverts, so it
+          the deciding test (the larger of ``p_method`` and ``p_exact``) inverts, so it
           excludes 0 exactly when that test rejects (not adjusted for multiplicity);
           ``level``;
-        - ``p_value``: two-sided, for no difference, from ``method``;
+        - ``p_value``: two-sided, for no difference: the verdict's p before any
+          adjustment, from the deciding test (the larger of ``p_method`` and ``p_exact``);
+        - ``p_method``: the p of the test named in ``method`` (the paired t in
+          ``mode="random"``);
         - ``p_exact``: the exact test beside it (``exact_method``), NaN when none is needed;
         - ``min_p``: the smallest p the verdict's exact test can give with these cases
           (0 when the verdict rests on the t test alone);
-        - ``p_adjusted``: the larger of ``p_value`` and ``p_exact``, adjusted over the
-          ``comparisons`` (``adjust``): the p the verdict uses;
+        - ``p_adjusted``: ``p_value`` adjusted over the ``comparisons`` (``adjust``): the p
+          the verdict is read from;
         - ``correlation``: Pearson correlation of the per-case rates of A and B;
         - ``note``: what the reader must know before the verdict (a design that cannot
           reach significance, an exact test that does not agree...), or empty;
@@ -107,6 +119,12 @@ def compare(
         - ``mode``: "random" (generalises to new cases) or "fixed" (these cases);
         - ``method``: the test and interval used; ``exact_method``: the exact test;
         - ``interval_method``: the test whose inversion ``low`` and ``high`` are;
+        - ``bounded``: False when no outcome with these cases could reject any difference
+          (``min_p`` not below ``1 - level``): ``low`` and ``high`` are then -1 and 1 and
+          say nothing (4 cases cannot bound the difference at 95% with the sign-flip test);
+        - ``fixed_low``, ``fixed_high``, ``fixed_method``: where the interval is not
+          ``bounded`` in ``mode="random"``, the interval of ``mode="fixed"`` (exactly these
+          cases) beside it, what these cases can tell; NaN and "" elsewhere;
         - ``unpaired``: cases only one side ran, left out;
         - ``comparisons``: comparisons in the family; ``adjust``: the adjustment used.
 
@@ -210,10 +228,12 @@ def _compare_pair(
         1 - level,
     )
     out["level"] = level
-    out["p_value"] = test.p_value
+    deciding = np.fmax(test.p_value, test.p_exact)
+    out["p_value"] = deciding
+    out["p_method"] = test.p_value
     out["p_exact"] = test.p_exact
     out["min_p"] = test.min_p
-    out["p_adjusted"] = np.fmax(test.p_value, test.p_exact)
+    out["p_adjusted"] = deciding
     out["correlation"] = _correlation(pairs.rate_a, pairs.rate_b, pairs.ids, pairs.size)
     out["note"] = _notes(pairs, test, mode, 1 - level)
     out["verdict"] = CANT_TELL
@@ -221,8 +241,16 @@ def _compare_pair(
     out["method"] = test.method
     out["exact_method"] = test.exact_method
     out["interval_method"] = np.where(
-        exact_decides, [f"{m}, inverted" for m in test.exact_method], test.method
+        pairs.single,
+        "exact McNemar, inverted (conditional Clopper-Pearson)",
+        np.where(exact_decides, [f"{m}, inverted" for m in test.exact_method], test.method),
     )
+    # With too few cases for the deciding test no outcome rejects any shift: its interval is
+    # the whole axis and says nothing. What these cases alone can tell is offered beside it.
+    bounded = ~(test.min_p >= 1 - level)
+    out["bounded"] = bounded
+    fixed = _fixed_beside(pairs, ~bounded & ~pairs.single & (mode == "random"), level)
+    out["fixed_low"], out["fixed_high"], out["fixed_method"] = fixed
     unpaired = (
         wide[~wide["paired"]].groupby(keys, observed=True, dropna=False).size()
         if (~wide["paired"]).any()
@@ -231,6 +259,31 @@ def _compare_pair(
     index = pd.MultiIndex.from_frame(out[keys]) if len(keys) > 1 else pd.Index(out["check"])
     out["unpaired"] = unpaired.reindex(index, fill_value=0).to_numpy().astype(np.int64)
     return out
+
+
+def _fixed_beside(
+    pairs: Pairs, wanted: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the ``wanted`` groups, the interval ``mode="fixed"`` would show (exactly these
+    cases: the one its deciding test inverts); NaN and "" elsewhere."""
+    low, high = np.full(pairs.size, np.nan), np.full(pairs.size, np.nan)
+    method = np.full(pairs.size, "", dtype=object)
+    groups = np.flatnonzero(wanted)
+    if not len(groups):
+        return low, high, method
+    normal = within_cases(pairs, level)
+    exact = exact_conditional(pairs, groups, level)
+    p_exact = np.asarray(exact["p_exact"], dtype=float)
+    exact_low, exact_high = np.asarray(exact["exact_low"]), np.asarray(exact["exact_high"])
+    use_exact = (p_exact >= normal.p_value[groups]) & np.isfinite(exact_low)
+    chosen_low = np.where(use_exact, exact_low, normal.low[groups])
+    chosen_high = np.where(use_exact, exact_high, normal.high[groups])
+    p = np.fmax(normal.p_value[groups], p_exact)
+    low[groups], high[groups] = _agree(chosen_low, chosen_high, p, 1 - level)
+    method[groups] = np.where(
+        use_exact, f"{exact['exact_method']}, inverted", normal.method[groups]
+    )
+    return low, high, method
 
 
 def _agree(
