@@ -182,7 +182,7 @@ def compare_summary(frame: pd.DataFrame) -> str:
             f"<div><b style='color:{colour}'>{esc(told.verdict)}</b> · {esc(row['b'])} vs "
             f"{esc(row['a'])} on <code>{esc(row['check'])}</code>: "
             f"<b>{esc(told.difference)}</b>, {esc(told.interval)}; {esc(told.rates)}; "
-            f"{esc(told.test)}<span style='opacity:.7'>{fixed}</span></div>"
+            f"{esc(told.cases)}<span style='opacity:.7'>{fixed}</span></div>"
         )
         if told.note:
             lines.append(note_html(told.note))

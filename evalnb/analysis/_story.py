@@ -25,23 +25,24 @@ class Story:
 
     verdict: str  #: "v2 better", "v1 better" or "can't tell yet", the variants named
     difference: str  #: "+25.0 pp"
-    #: "95% CI +9.1 to +40.9 pp (paired t across cases)", its maker named; where the deciding
-    #: test cannot reject anything with so few cases, that in words: "4 cases cannot bound
-    #: the difference at 95% (sign-flip over cases)"
+    #: the interval and the verdict's p, named once by the test that made both:
+    #: "95% CI +9.1 to +40.9 pp and p = 0.004 (paired t across cases)"; where that test
+    #: cannot reject anything with so few cases, in words: "4 cases cannot bound the
+    #: difference at 95% and p = 0.125 (sign-flip over cases)"
     interval: str
     rates: str  #: "70.0% → 95.0%"
-    test: str  #: "p = 0.125 (sign-flip over cases); 4 paired cases"
+    cases: str  #: "4 paired cases"
     #: beside an interval that cannot bound: "on these 4 cases only: 95% CI +12.0 to +28.0
     #: pp (fixed cases: within-case binomial variance, normal interval)"; else ""
     fixed: str
     note: str  #: the row's note (a design that cannot reach significance...), or ""
 
     def line(self, a: str, b: str, check: str) -> str:
-        """The whole sentence: verdict, effect and its interval, test, and what these cases
-        alone can tell when the interval cannot bound."""
+        """The whole sentence: verdict, effect, its interval and p with their test, and what
+        these cases alone can tell when the interval cannot bound."""
         text = (
             f"{self.verdict} · {b} vs {a} on {check}: {self.difference}, {self.interval}; "
-            f"{self.rates}; {self.test}"
+            f"{self.rates}; {self.cases}"
         )
         return f"{text} · {self.fixed}" if self.fixed else text
 
@@ -96,19 +97,22 @@ def bounded(row: Mapping[str, Any]) -> bool:
 
 
 def interval_phrase(row: Mapping[str, Any]) -> str:
-    """The row's interval named by the method that made it, or, when the deciding test
-    cannot reject anything with these cases, that in words."""
+    """The row's interval and the verdict's p, named by the test that made both (and by the
+    interval's own method where that is another); when the test cannot reject anything with
+    these cases, that in words instead of an interval across the whole axis."""
     level = f"{float(row['level']) * 100:g}%"
-    made_by = str(row.get("interval_method") or row["method"])
-    if not bounded(row):
+    if bounded(row):
+        adjust = row.get("adjust")
+        unadjusted = "" if adjust in (None, "none", "") else ", unadjusted"
+        interval = f"{level} CI{unadjusted} {_points(row['low'])} to {_points(row['high'])} pp"
+    else:
         cases = int(row["cases"])
-        unit = "case" if cases == 1 else "cases"
-        smallest = float(row.get("min_p", math.nan))
-        why = f": its smallest p is {smallest:.3g}" if math.isfinite(smallest) else ""
-        return f"{cases} {unit} cannot bound the difference at {level} ({deciding_test(row)}{why})"
-    adjust = row.get("adjust")
-    unadjusted = "" if adjust in (None, "none", "") else ", unadjusted"
-    return f"{level} CI{unadjusted} {_points(row['low'])} to {_points(row['high'])} pp ({made_by})"
+        interval = f"{cases} case{'' if cases == 1 else 's'} cannot bound the difference at {level}"
+    text = f"{interval} and {p_phrase(row)}"
+    made_by = str(row.get("interval_method") or row["method"])
+    if bounded(row) and not made_by.startswith(deciding_test(row)):
+        text += f"; interval: {made_by}"
+    return text
 
 
 def fixed_phrase(row: Mapping[str, Any]) -> str:
@@ -127,7 +131,6 @@ def story(row: Mapping[str, Any]) -> Story:
     """The words of one row of :func:`evalnb.compare`'s frame."""
     label = str(row["verdict"]).replace("B ", f"{row['b']} ").replace("A ", f"{row['a']} ")
     rates = f"{_percent(row['rate_a'])} → {_percent(row['rate_b'])}"
-    test = f"{p_phrase(row)}; {int(row['cases'])} paired cases"
     note = row.get("note")
     note = note if isinstance(note, str) else ""
     return Story(
@@ -135,7 +138,7 @@ def story(row: Mapping[str, Any]) -> Story:
         f"{_points(row['diff'])} pp",
         interval_phrase(row),
         rates,
-        test,
+        f"{int(row['cases'])} paired cases",
         fixed_phrase(row),
         note,
     )

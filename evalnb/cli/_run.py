@@ -465,12 +465,13 @@ def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
     table = suite_rate(run_frames, check="all")
     print(
         "\nPass rate (a sample passes when every check of its case passes), per variant: "
-        "the mean of per-case rates, interval across cases:"
+        "the mean of per-case rates, its interval across cases:"
     )
     for row in table.itertuples():
         print(
             f"  {row.variant:<4} {row.estimate:6.1%}  ({row.level:.0%} CI {row.low:.1%} to "
-            f"{row.high:.1%}), {row.cases} cases x {row.repeats:g} repeats · {row.method}"
+            f"{row.high:.1%}), {row.cases} cases x {row.repeats:g} repeats "
+            f"({row.method}, effective sample size)"
         )
     diff = compare(run_frames, a="v1", b="v2").iloc[0]
     told = story(diff)  # the words of compare's display and of the report

@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from evalnb._exceptions import ArgumentError
-from evalnb.analysis._story import bounded, fixed_phrase, interval_phrase, p_phrase
+from evalnb.analysis._story import bounded, fixed_phrase, interval_phrase
 from evalnb.plots import _base
 
 __all__ = ["plot_compare"]
@@ -220,9 +220,9 @@ def _headline(row: pd.Series, a: str, b: str) -> str:
 
 
 def _details(row: pd.Series, check: str | None) -> str:
-    """The subtitle: the design, then compare's own words (the interval named by its maker,
-    or that it cannot bound; the verdict's p and its test; the note), as in its display,
-    the report and ``make demo``."""
+    """The subtitle: the design, then compare's own words (the interval, or that it cannot
+    bound, and the verdict's p, named by their test; the note), as in its display, the
+    report and ``make demo``."""
     parts = [f"A = {row['a']}, B = {row['b']}"]
     if check:
         parts.append(f"check {check!r}")
@@ -236,10 +236,8 @@ def _details(row: pd.Series, check: str | None) -> str:
         parts.append(f"{_base.plural(int(row['cases']), 'case')} × {shown} repeats")
     if row.get("mode") == "fixed":
         parts.append("fixed cases (these cases only)")
-    if {"low", "high", "level", "method"} <= set(row.index) and np.isfinite(row["diff"]):
+    if {"low", "high", "level", "p_adjusted", "method"} <= set(row.index):
         parts.append(interval_phrase(row))
-    if {"p_adjusted", "p_value", "method"} <= set(row.index):
-        parts.append(p_phrase(row))
     fixed = fixed_phrase(row)
     if fixed:
         parts.append(f"dashed: {fixed}")

@@ -110,7 +110,7 @@ def test_an_interval_that_cannot_bound_has_the_fixed_one_beside_it(four: Path) -
     assert -1 < random["fixed_low"] < random["diff"] < random["fixed_high"] < 1
     told = story(random)
     assert told.interval == (
-        "4 cases cannot bound the difference at 95% (sign-flip over cases: its smallest p is 0.125)"
+        "4 cases cannot bound the difference at 95% and p = 0.250 (sign-flip over cases)"
     )
     assert told.fixed.startswith("on these 4 cases only: 95% CI 0.0 to +")
     assert told.fixed.endswith(f"pp ({fixed['interval_method']})")

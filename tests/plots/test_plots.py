@@ -323,7 +323,8 @@ def test_compare_draws_differences_zero_line_and_verdict(runs: dict[str, Run]) -
     assert ax.get_xlim()[1] < 1.0
     [subtitle] = [t.get_text() for t in ax.texts if t.get_gid() == "subtitle"]
     subtitle = " ".join(subtitle.split())
-    assert "4 cases cannot bound the difference at 95% (sign-flip over cases" in subtitle
+    assert "4 cases cannot bound the difference at 95% and p = " in subtitle
+    assert "(sign-flip over cases)" in subtitle
     assert f"dashed: {fixed_phrase(row)}" in subtitle
     assert points(ax, "mean-diff") == pytest.approx([0.475])
     assert sorted(points(ax, "case-diff:b-better")) == pytest.approx([0.2, 0.3, 0.7, 0.7])
