@@ -42,7 +42,7 @@ from evalnb.analysis._flaky import case_verdicts
 from evalnb.analysis._format import interval_text, number, share, signed, text_table
 from evalnb.analysis._sequence import is_sequential
 from evalnb.analysis._stopped import holds_stopped
-from evalnb.analysis._story import p_phrase, story
+from evalnb.analysis._story import story
 from evalnb.analysis._tally import ALL
 
 __all__ = ["Section", "markdown_table"]
@@ -502,8 +502,7 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
                 "cases": str(row["cases"]),
                 "repeats": f"{row['repeats_a']:.3g} / {row['repeats_b']:.3g}",
                 "B - A": signed(row["diff"]),
-                "interval": told.interval,
-                "p": p_phrase(row),
+                "interval and p": told.interval,
                 "correlation": number(row["correlation"], 2),
                 "verdict": row["verdict"],
                 "on these cases only": told.fixed,
