@@ -71,8 +71,7 @@ def compare(
     The test follows the design. ``mode="random"`` (generalise to new cases): paired t
     across cases on ``C - 1`` degrees of freedom (groups when cases share a ``group``);
     with fewer than 10 groups the exact sign-flip test over cases (groups) must agree,
-    because the t is not robust with so few (its p is in ``p_exact``, the t's in
-    ``p_method``; ``p_value`` is the larger, the one the verdict uses). ``mode="fixed"``
+    because the t is not robust with so few (its p is in ``p_exact``). ``mode="fixed"``
     (exactly these cases): the within-case binomial variance with a normal interval,
     and the exact conditional test of the per-case 2x2 tables must agree. With one sample
     per case and side both modes use the exact McNemar test, and the interval is the one
@@ -99,19 +98,13 @@ def compare(
         - ``rate_a``, ``rate_b``: mean per-case pass rates over the paired cases;
         - ``diff``: mean of per-case (B - A); ``se``: its standard error;
         - ``df``: degrees of freedom (infinite for ``mode="fixed"``);
-        - ``low``, ``high``: interval for ``diff`` at ``level``, cut to [-1, 1]: the one
-          the deciding test (the larger of ``p_method`` and ``p_exact``) inverts, so it
-          excludes 0 exactly when that test rejects (not adjusted for multiplicity);
-          ``level``;
-        - ``p_value``: two-sided, for no difference: the verdict's p before any
-          adjustment, from the deciding test (the larger of ``p_method`` and ``p_exact``);
-        - ``p_method``: the p of the test named in ``method`` (the paired t in
-          ``mode="random"``);
-        - ``p_exact``: the exact test beside it (``exact_method``), NaN when none is needed;
-        - ``min_p``: the smallest p the verdict's exact test can give with these cases
-          (0 when the verdict rests on the t test alone);
-        - ``p_adjusted``: ``p_value`` adjusted over the ``comparisons`` (``adjust``): the p
-          the verdict is read from;
+        - ``low``, ``high``, ``level``: interval for ``diff``, cut to [-1, 1]: the one the
+          deciding test inverts, excluding 0 exactly when it rejects (unadjusted);
+        - ``p_value``: two-sided, for no difference, the verdict's before adjustment: the
+          larger of ``p_method`` (the test named in ``method``: the paired t in random mode)
+          and ``p_exact`` (the exact test beside it, ``exact_method``; NaN when none);
+        - ``min_p``: the smallest p the exact test can give with these cases (0: none);
+        - ``p_adjusted``: ``p_value`` adjusted over the ``comparisons`` (``adjust``);
         - ``correlation``: Pearson correlation of the per-case rates of A and B;
         - ``note``: what the reader must know before the verdict (a design that cannot
           reach significance, an exact test that does not agree...), or empty;
@@ -119,12 +112,10 @@ def compare(
         - ``mode``: "random" (generalises to new cases) or "fixed" (these cases);
         - ``method``: the test and interval used; ``exact_method``: the exact test;
         - ``interval_method``: the test whose inversion ``low`` and ``high`` are;
-        - ``bounded``: False when no outcome with these cases could reject any difference
-          (``min_p`` not below ``1 - level``): ``low`` and ``high`` are then -1 and 1 and
-          say nothing (4 cases cannot bound the difference at 95% with the sign-flip test);
-        - ``fixed_low``, ``fixed_high``, ``fixed_method``: where the interval is not
-          ``bounded`` in ``mode="random"``, the interval of ``mode="fixed"`` (exactly these
-          cases) beside it, what these cases can tell; NaN and "" elsewhere;
+        - ``bounded``: False when no outcome could reject any difference (``min_p`` not
+          below ``1 - level``): ``low`` and ``high`` are -1 and 1;
+        - ``fixed_low``, ``fixed_high``, ``fixed_method``: beside an interval not
+          ``bounded`` in random mode, ``mode="fixed"``'s (these cases); else NaN and "";
         - ``unpaired``: cases only one side ran, left out;
         - ``comparisons``: comparisons in the family; ``adjust``: the adjustment used.
 
