@@ -193,3 +193,26 @@ def test_make_lab_serves_the_notebooks_on_loopback() -> None:
         lab.wait(timeout=30)
         if lab.stdout is not None:
             lab.stdout.close()
+
+
+_NUMBERS = {
+    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}  # fmt: skip
+
+
+def test_the_notebooks_table_and_counts_name_every_notebook() -> None:
+    """The guide's table lists every notebook in notebooks/, the index links each, and every
+    count of notebooks in the README and the docs is the number there is."""
+    notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+    guide = (ROOT / "docs" / "guide" / "notebooks.md").read_text(encoding="utf-8")
+    table = re.findall(r"^\| \[`(\w+)`\]\(\.\./notebooks/(\w+)\.ipynb\) \|", guide, flags=re.M)
+    assert [name for name, _ in table] == notebooks
+    assert all(name == target for name, target in table)
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert sorted(set(re.findall(r"\(notebooks/(\w+)\.ipynb\)", index))) == notebooks
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    for page in pages:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for word in re.findall(r"\b(\w+) (?:notebooks|stories)\b", text, flags=re.I):
+            if word.lower() in _NUMBERS:
+                assert _NUMBERS[word.lower()] == len(notebooks), (page.name, word)

@@ -3,6 +3,8 @@ every cell that draws shows its figures (one per plot call, none lost after the 
 quickstart reads top to bottom with no warning box, its verdict and gate visible."""
 
 import ast
+import html
+import json
 import re
 from pathlib import Path
 
@@ -28,13 +30,45 @@ QUICK = {
 }
 
 
-def execute(path: Path, overrides: str, runs: Path) -> nbformat.NotebookNode:
+#: Injected after the parameters: every comparison plot records the words its figure shows
+#: (the subtitle: the interval and the p, named by their test), and every explorer its
+#: header line, read off the Axes and the explorer themselves.
+RECORDER = """
+import evalnb as _evalnb, evalnb.plots as _plots
+SHOWN_IN_PLOTS, SHOWN_IN_EXPLORERS = [], []
+_draw = getattr(_plots, "plot_" + "compare")
+_open = _evalnb.explore
+
+def _recorded(summary, *args, **kwargs):
+    ax = _draw(summary, *args, **kwargs)
+    words = " ".join(t.get_text() for t in ax.texts if t.get_gid() == "subtitle")
+    SHOWN_IN_PLOTS.append({"title": ax.get_title(loc="left"), "subtitle": " ".join(words.split())})
+    return ax
+
+def _explored(*args, **kwargs):
+    explorer = _open(*args, **kwargs)
+    SHOWN_IN_EXPLORERS.append(explorer.state.story)
+    return explorer
+
+for _where in (_evalnb, _plots):
+    setattr(_where, "plot_" + "compare", _recorded)
+_evalnb.explore = _explored
+"""
+#: Appended: prints what was recorded, after this marker.
+REPORT = "import json as _json\nprint(%r + _json.dumps([SHOWN_IN_PLOTS, SHOWN_IN_EXPLORERS]))"
+MARK = "@@shown@@"
+
+
+def execute(path: Path, overrides: str, runs: Path, record: bool = False) -> nbformat.NotebookNode:
     notebook = nbformat.read(path, as_version=4)
     (index,) = [
         i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])
     ]
     injected = nbformat.v4.new_code_cell(f"{overrides}\nRUNS_DIR = {str(runs)!r}")
     notebook.cells.insert(index + 1, injected)
+    if record:
+        notebook.cells.insert(index + 2, nbformat.v4.new_code_cell(RECORDER))
+        notebook.cells.append(nbformat.v4.new_code_cell(REPORT % MARK))
     NotebookClient(
         notebook,
         timeout=600,
@@ -64,7 +98,7 @@ def figures_drawn(source: str) -> int:
 
 @pytest.mark.parametrize("name", sorted(QUICK))
 def test_notebook_runs_top_to_bottom(name, tmp_path):
-    notebook = execute(NOTEBOOKS / name, QUICK[name], tmp_path)
+    notebook = execute(NOTEBOOKS / name, QUICK[name], tmp_path, record=True)
     errors = [o for c in notebook.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert errors == []
     shown = [
@@ -76,6 +110,55 @@ def test_notebook_runs_top_to_bottom(name, tmp_path):
     assert shown == expected
     if name != "04_review.ipynb":
         assert any(n for _, n in expected), "each story draws at least one plot"
+    said_where_plotted(notebook)
+
+
+#: A comparison's interval (or the words for one that cannot bound) and its p, with the
+#: test that made them: "95% CI +11.4 to +24.6 pp and p < 0.001 (paired t across cases)".
+INTERVAL_AND_P = re.compile(
+    r"(?:\d+% CI(?:, unadjusted)? (?:[+-]\d+\.\d|0\.0) to (?:[+-]\d+\.\d|0\.0) pp"
+    r"|\d+ cases? cannot bound the difference at \d+%)"
+    r" and p (?:=|<) \d\.\d{3} \([^()]*\)"
+)
+
+
+def _plain(text: str) -> str:
+    """Output text as a reader sees it: tags gone, entities decoded, spaces collapsed."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+
+
+def said_where_plotted(notebook: nbformat.NotebookNode) -> None:
+    """Each comparison plot's interval and p are printed, word for word, where the notebook
+    shows that comparison (compare's display, a printed line, the explorer's header); the
+    prose quotes no interval or p of its own (it would go stale beside the outputs)."""
+    printed, recorded = [], None
+    for cell in notebook.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("text", "") + "".join(
+                str(v) for k, v in out.get("data", {}).items() if k in ("text/html", "text/plain")
+            )
+            if MARK in text:
+                recorded = json.loads(text.split(MARK, 1)[1])
+            else:
+                printed.append(_plain(text))
+    assert recorded is not None, "the recorder's report is missing"
+    plots, explorers = recorded
+    drawn = sum(c.source.count("plot_compare(") for c in notebook.cells if c.cell_type == "code")
+    assert len(plots) >= drawn, "every comparison plot the notebook draws was recorded"
+    shown = " ".join(printed + [_plain(s) for s in explorers])
+    for plot in plots:
+        said = INTERVAL_AND_P.findall(plot["subtitle"])
+        assert len(said) == 1, plot  # one interval, one p
+        assert said[0] in shown, (said[0], plot)
+        verdict = plot["title"].split(":", 1)[0]
+        assert verdict in ("B better", "A better", "can't tell yet"), plot
+    # Markdown states no interval or p of its own (a threshold, "p < 0.05", is no result):
+    # the numbers are the outputs'.
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            assert not re.search(r"\bp\s*=\s*0?\.\d|\d% (?:CI|interval) \[?[+-]", cell.source), (
+                cell.source
+            )
 
 
 @pytest.mark.parametrize("name", sorted(QUICK))
@@ -90,20 +173,39 @@ def test_the_quickstart_reads_without_warnings_and_shows_its_verdicts(tmp_path):
     notebook = execute(NOTEBOOKS / "00_quickstart.ipynb", QUICK["00_quickstart.ipynb"], tmp_path)
     outputs = [o for c in notebook.cells for o in c.get("outputs", [])]
     assert [o for o in outputs if o.output_type == "stream" and o.name == "stderr"] == []
-    html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
-    # the expected caution as a note in the suite rate's display, not a warning
-    assert "note: fewer than 10 cases" in html and "UserWarning" not in html
-    # compare's verdict sentence first; the gate's one overall line
+    html_out = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
+    assert "UserWarning" not in html_out
+    words = _plain(html_out)
+    # 40 cases decide: one p and an interval named by the test that made both
+    decided = re.search(
+        r"v2 better · v2 vs v1 on all : \+\d+\.\d pp , (95% CI \+\d+\.\d to \+\d+\.\d pp and "
+        r"p (=|<) 0\.\d{3} \(paired t across cases\)); \d+\.\d% → \d+\.\d%; 40 paired cases",
+        words,
+    )
+    assert decided, words
+    # the 4-case caution, its own section: no interval across the axis, the fixed one beside
+    sections = [c.source for c in notebook.cells if c.cell_type == "markdown"]
+    assert any(s.startswith("## Four cases cannot decide") for s in sections)
     assert re.search(
-        r"<b style='color:#[0-9a-f]+'>(v2 better|v1 better|can&#x27;t tell yet)</b> · v2 vs v1",
-        html,
-    )
-    assert re.search(r"<b style='color:#[0-9a-f]+'>(PASS|FAIL)</b>: ", html)
-    # the first table: a row per variant, case and check, the check named
-    first = next(
-        o for o in outputs if "text/html" in o.get("data", {}) and "case_id" in o.data["text/html"]
-    )
-    assert "<th>check</th>" in first.data["text/html"] and "contains" in first.data["text/html"]
+        r"can't tell yet · v2 vs v1 on all : \+\d+\.\d pp , 4 cases cannot bound the difference "
+        r"at 95% and p = 0\.\d{3} \(sign-flip over cases\); .*; 4 paired cases · on these 4 "
+        r"cases only: 95% CI ",
+        words,
+    ), words
+    assert "-100.0" not in words and "paired t across cases, inverted" not in words
+    assert re.search(r"<b style='color:#[0-9a-f]+'>(PASS|FAIL)</b>: ", html_out)
+    # the tables are read by people: rates as percentages, no six-decimal bounds
+    tables = [
+        o.data["text/html"]
+        for c in notebook.cells
+        if "evalnb.rates(" in c.source
+        for o in c.get("outputs", [])
+        if "text/html" in o.get("data", {})
+    ]
+    assert len(tables) == 2 and "<th>check</th>" in tables[0] and "contains" in tables[0]
+    for table in tables:
+        assert not re.search(r"\d\.\d{4,}", table), table
+        assert len(re.findall(r"<tr>", table)) <= 14, "a table a reader can take in"
 
 
 def test_docs_keep_the_widget_state_so_the_panel_shows(tmp_path):

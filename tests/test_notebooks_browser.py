@@ -1,5 +1,8 @@
 """The quickstart as a newcomer opens it: JupyterLab in Chromium, a fresh kernel, Run All,
-and every figure the notebook draws is on the page (not only the first)."""
+and every figure the notebook draws is on the page (not only the first); its comparison is
+decided and told with one p and an interval named by its test, the same words on the
+display, in the explorer's header and in the report (screenshots of each, and of the
+figure, in test-artifacts/)."""
 
 from __future__ import annotations
 
@@ -45,7 +48,7 @@ def test_the_quickstart_shows_every_figure_in_jupyterlab(tmp_path: Path) -> None
     root.mkdir()
     shutil.copytree(NOTEBOOKS.parent / "data", tmp_path / "data")  # the notebook's ../data
     expected = quick_copy(root)
-    assert expected == 2
+    assert expected == 3
     # Every cell in the page, not only those scrolled into view (JupyterLab's windowing
     # leaves cells out of the DOM until they are shown): the count is of the whole notebook.
     tracker = root / ".lab-home" / "settings" / "@jupyterlab" / "notebook-extension"
@@ -83,7 +86,67 @@ def test_the_quickstart_shows_every_figure_in_jupyterlab(tmp_path: Path) -> None
         shown = figures.count()
         widths = [figures.nth(i).evaluate("img => img.naturalWidth") for i in range(shown)]
         errors_text = errors.all_inner_texts()
+        told = told_in_lab(page, notebook)
+        report = root / "runs" / "shop40-report.html"
+        page.goto(report.as_uri())
+        # the Verdicts section: everything from its heading to the next
+        in_report = " ".join(
+            page.evaluate(
+                """() => { const h = [...document.querySelectorAll('h2')]
+                  .find(e => e.textContent === 'Verdicts'); let text = '';
+                  for (let e = h.nextElementSibling; e && e.tagName !== 'H2';
+                       e = e.nextElementSibling) text += ' ' + e.innerText;
+                  return text; }"""
+            ).split()
+        )
+        page.screenshot(path=str(ARTIFACTS / "quickstart-report.png"))
         browser.close()
     assert errors_text == []
     assert shown == expected
     assert all(w > 100 for w in widths), widths
+    display, few_display, header = told
+    # decided, one p, the interval named by the test that made it; the same words everywhere
+    found = re.search(
+        r"v2 better · v2 vs v1 on all: \+\d+\.\d pp, (95% CI \+\d+\.\d to \+\d+\.\d pp and "
+        r"p (?:=|<) 0\.\d{3} \(paired t across cases\)); ",
+        display,
+    )
+    assert found, display
+    said = found[1]
+    assert len(re.findall(r"\bp (?:=|<) ", display)) == 1, display
+    assert said in header, header
+    assert said in in_report, in_report
+    few = re.search(r"4 cases cannot bound the difference at 95% and p = 0\.\d{3}", few_display)
+    assert few and "on these 4 cases only: 95% CI" in few_display, few_display
+    assert "-100.0" not in few_display
+
+
+def told_in_lab(page: Any, notebook: Any) -> tuple[str, str, str]:
+    """What the page shows of the comparisons: compare's displays (screenshot of the first),
+    the figure of the decided one and the 4-case one, and the explorer's header line."""
+
+    def output_of(code: str) -> Any:
+        cell = notebook.locator(".jp-CodeCell").filter(
+            has=page.locator(".jp-InputArea", has_text=code)
+        )
+        return cell.first.locator(".jp-OutputArea")
+
+    shown = output_of("comparison = evalnb.compare(run, a=")
+    shown.scroll_into_view_if_needed()
+    shown.screenshot(path=str(ARTIFACTS / "quickstart-display.png"))
+    display = " ".join(shown.locator(".evalnb-result").first.inner_text().split())
+    plot = output_of("evalnb.plot_compare(comparison,")
+    plot.scroll_into_view_if_needed()
+    plot.screenshot(path=str(ARTIFACTS / "quickstart-plot.png"))
+    few = output_of("few = evalnb.compare(four")
+    few_display = " ".join(few.locator(".evalnb-result").first.inner_text().split())
+    few_plot = output_of("evalnb.plot_compare(few,")
+    few_plot.scroll_into_view_if_needed()
+    few_plot.screenshot(path=str(ARTIFACTS / "quickstart-plot-4-cases.png"))
+    explorer = output_of('evalnb.explore(run, a="v1", b="v2")')
+    line = explorer.get_by_text("v2 vs v1 on all").first  # the explorer's header line
+    line.wait_for(timeout=60_000)
+    line.scroll_into_view_if_needed()
+    line.screenshot(path=str(ARTIFACTS / "quickstart-explorer-header.png"))
+    header = " ".join(line.inner_text().split())
+    return display, few_display, header

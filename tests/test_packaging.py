@@ -90,11 +90,13 @@ def test_installed_wheel_runs_the_demo_from_an_empty_folder(
 ) -> None:
     done = _evalnb(installed, tmp_path, "demo", "--repeats", "3", "--no-progress", "--out", "d")
     assert done.returncode == 0, done.stderr
-    assert "Paired comparison, 3 repeats a case: " in done.stdout
-    assert re.search(r"; p = 0\.\d{3} \(sign-flip over cases\); 4 paired cases", done.stdout)
+    assert "Paired comparison, 3 repeats a case: v2 better · " in done.stdout
+    assert re.search(
+        r" and p (=|<) 0\.\d{3} \(paired t across cases\); .*; 40 paired cases", done.stdout
+    )
     manifest = json.loads((tmp_path / "d" / "manifest.json").read_text())
     assert manifest["status"] == "complete"
-    assert len(manifest["cases"]) == 4
+    assert len(manifest["cases"]) == 40
 
 
 @pytest.mark.timeout(900)

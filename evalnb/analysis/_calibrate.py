@@ -114,9 +114,11 @@ class Calibration:
         lines = [_annotator_line(row) for row in self.summary.to_dict("records")]
         if not lines:
             lines = ["<div>no reviewed sample has this check's outcome: nothing to compare</div>"]
-        tables = [("check vs human verdicts", self.summary)]
+        # The summary compact (each estimate with its interval in one cell): its 27 columns
+        # side by side are wider than a notebook; ``summary`` keeps them all for code.
+        tables = [("check vs human verdicts", _compact(self.summary))]
         if not self.annotators.empty:
-            tables.append(("agreement between annotators", self.annotators))
+            tables.append(("agreement between annotators", _compact_pairs(self.annotators)))
         shown = self.disagreements.drop(columns=["reason", "detail"]).head(20)
         first = " (first 20)" if len(self.disagreements) > 20 else ""
         tables.append((f"{len(self.disagreements)} disagreeing samples{first}", shown))
@@ -151,6 +153,53 @@ def _annotator_line(row: Mapping[str, Any]) -> str:
             f"on (review at least {FEW_REVIEWED} cases)"
         )
     return f"<div>{text}</div>"
+
+
+def _compact(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary as a reader takes it in: one column per annotator (against the check),
+    one row per measure, each estimate with its interval (two decimals) in one cell."""
+
+    def with_interval(row: Mapping[str, Any], name: str) -> str:
+        value, low, high = (row[name], row[f"{name}_low"], row[f"{name}_high"])
+        if not np.isfinite(float(value)):
+            return "n/a"
+        return f"{float(value):.2f} ({float(low):.2f} to {float(high):.2f})"
+
+    columns = {}
+    for row in summary.to_dict("records"):
+        level = f"{float(row['level']) * 100:g}% CI"
+        columns[f"{row['check']} vs {row['annotator']}"] = {
+            "cases": str(int(row["cases"])),
+            "samples": str(int(row["n"])),
+            "agreement": _number(row["agreement"]),
+            f"kappa ({level})": with_interval(row, "kappa"),
+            f"TPR ({level})": with_interval(row, "tpr"),
+            f"TNR ({level})": with_interval(row, "tnr"),
+            "McNemar p": _number(row["mcnemar_p"]),
+        }
+    return pd.DataFrame(columns)
+
+
+def _compact_pairs(annotators: pd.DataFrame) -> pd.DataFrame:
+    """Agreement between annotators as a reader takes it in: kappa with its interval in one
+    cell, two decimals."""
+    rows = [
+        {
+            "annotators": row["annotators"],
+            "cases": int(row["cases"]),
+            "samples": int(row["n"]),
+            "agreement": _number(row["agreement"]),
+            f"kappa ({float(row['level']) * 100:g}% CI)": (
+                "n/a"
+                if not np.isfinite(float(row["kappa"]))
+                else f"{float(row['kappa']):.2f} ({float(row['low']):.2f} to "
+                f"{float(row['high']):.2f})"
+            ),
+            "method": row["method"],
+        }
+        for row in annotators.to_dict("records")
+    ]
+    return pd.DataFrame(rows)
 
 
 def _number(value: Any) -> str:

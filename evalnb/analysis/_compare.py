@@ -23,7 +23,15 @@ from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._exact import rejects, sign_flip_min_p
 from evalnb.analysis._frames import Run
-from evalnb.analysis._paired import FEW_GROUPS, PairedTest, Pairs, paired_test, wide_counts
+from evalnb.analysis._paired import (
+    FEW_GROUPS,
+    PairedTest,
+    Pairs,
+    exact_conditional,
+    paired_test,
+    wide_counts,
+    within_cases,
+)
 from evalnb.analysis._tally import has_column, require_cases, tallies
 
 __all__ = ["compare", "compare_cases"]
@@ -90,16 +98,13 @@ def compare(
         - ``rate_a``, ``rate_b``: mean per-case pass rates over the paired cases;
         - ``diff``: mean of per-case (B - A); ``se``: its standard error;
         - ``df``: degrees of freedom (infinite for ``mode="fixed"``);
-        - ``low``, ``high``: interval for ``diff`` at ``level``, cut to [-1, 1]: the one
-          the deciding test (the larger of ``p_value`` and ``p_exact``) inverts, so it
-          excludes 0 exactly when that test rejects (not adjusted for multiplicity);
-          ``level``;
-        - ``p_value``: two-sided, for no difference, from ``method``;
-        - ``p_exact``: the exact test beside it (``exact_method``), NaN when none is needed;
-        - ``min_p``: the smallest p the verdict's exact test can give with these cases
-          (0 when the verdict rests on the t test alone);
-        - ``p_adjusted``: the larger of ``p_value`` and ``p_exact``, adjusted over the
-          ``comparisons`` (``adjust``): the p the verdict uses;
+        - ``low``, ``high``, ``level``: interval for ``diff``, cut to [-1, 1]: the one the
+          deciding test inverts, excluding 0 exactly when it rejects (unadjusted);
+        - ``p_value``: two-sided, for no difference, the verdict's before adjustment: the
+          larger of ``p_method`` (the test named in ``method``: the paired t in random mode)
+          and ``p_exact`` (the exact test beside it, ``exact_method``; NaN when none);
+        - ``min_p``: the smallest p the exact test can give with these cases (0: none);
+        - ``p_adjusted``: ``p_value`` adjusted over the ``comparisons`` (``adjust``);
         - ``correlation``: Pearson correlation of the per-case rates of A and B;
         - ``note``: what the reader must know before the verdict (a design that cannot
           reach significance, an exact test that does not agree...), or empty;
@@ -107,6 +112,10 @@ def compare(
         - ``mode``: "random" (generalises to new cases) or "fixed" (these cases);
         - ``method``: the test and interval used; ``exact_method``: the exact test;
         - ``interval_method``: the test whose inversion ``low`` and ``high`` are;
+        - ``bounded``: False when no outcome could reject any difference (``min_p`` not
+          below ``1 - level``): ``low`` and ``high`` are -1 and 1;
+        - ``fixed_low``, ``fixed_high``, ``fixed_method``: beside an interval not
+          ``bounded`` in random mode, ``mode="fixed"``'s (these cases); else NaN and "";
         - ``unpaired``: cases only one side ran, left out;
         - ``comparisons``: comparisons in the family; ``adjust``: the adjustment used.
 
@@ -210,10 +219,12 @@ def _compare_pair(
         1 - level,
     )
     out["level"] = level
-    out["p_value"] = test.p_value
+    deciding = np.fmax(test.p_value, test.p_exact)
+    out["p_value"] = deciding
+    out["p_method"] = test.p_value
     out["p_exact"] = test.p_exact
     out["min_p"] = test.min_p
-    out["p_adjusted"] = np.fmax(test.p_value, test.p_exact)
+    out["p_adjusted"] = deciding
     out["correlation"] = _correlation(pairs.rate_a, pairs.rate_b, pairs.ids, pairs.size)
     out["note"] = _notes(pairs, test, mode, 1 - level)
     out["verdict"] = CANT_TELL
@@ -221,8 +232,16 @@ def _compare_pair(
     out["method"] = test.method
     out["exact_method"] = test.exact_method
     out["interval_method"] = np.where(
-        exact_decides, [f"{m}, inverted" for m in test.exact_method], test.method
+        pairs.single,
+        "exact McNemar, inverted (conditional Clopper-Pearson)",
+        np.where(exact_decides, [f"{m}, inverted" for m in test.exact_method], test.method),
     )
+    # With too few cases for the deciding test no outcome rejects any shift: its interval is
+    # the whole axis and says nothing. What these cases alone can tell is offered beside it.
+    bounded = ~(test.min_p >= 1 - level)
+    out["bounded"] = bounded
+    fixed = _fixed_beside(pairs, ~bounded & ~pairs.single & (mode == "random"), level)
+    out["fixed_low"], out["fixed_high"], out["fixed_method"] = fixed
     unpaired = (
         wide[~wide["paired"]].groupby(keys, observed=True, dropna=False).size()
         if (~wide["paired"]).any()
@@ -231,6 +250,31 @@ def _compare_pair(
     index = pd.MultiIndex.from_frame(out[keys]) if len(keys) > 1 else pd.Index(out["check"])
     out["unpaired"] = unpaired.reindex(index, fill_value=0).to_numpy().astype(np.int64)
     return out
+
+
+def _fixed_beside(
+    pairs: Pairs, wanted: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the ``wanted`` groups, the interval ``mode="fixed"`` would show (exactly these
+    cases: the one its deciding test inverts); NaN and "" elsewhere."""
+    low, high = np.full(pairs.size, np.nan), np.full(pairs.size, np.nan)
+    method = np.full(pairs.size, "", dtype=object)
+    groups = np.flatnonzero(wanted)
+    if not len(groups):
+        return low, high, method
+    normal = within_cases(pairs, level)
+    exact = exact_conditional(pairs, groups, level)
+    p_exact = np.asarray(exact["p_exact"], dtype=float)
+    exact_low, exact_high = np.asarray(exact["exact_low"]), np.asarray(exact["exact_high"])
+    use_exact = (p_exact >= normal.p_value[groups]) & np.isfinite(exact_low)
+    chosen_low = np.where(use_exact, exact_low, normal.low[groups])
+    chosen_high = np.where(use_exact, exact_high, normal.high[groups])
+    p = np.fmax(normal.p_value[groups], p_exact)
+    low[groups], high[groups] = _agree(chosen_low, chosen_high, p, 1 - level)
+    method[groups] = np.where(
+        use_exact, f"{exact['exact_method']}, inverted", normal.method[groups]
+    )
+    return low, high, method
 
 
 def _agree(

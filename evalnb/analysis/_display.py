@@ -177,12 +177,12 @@ def compare_summary(frame: pd.DataFrame) -> str:
     for row in frame.to_dict("records"):
         told = story(row)
         colour = "#1a7f37" if str(row["verdict"]).endswith("better") else "#9a6700"
-        methods = f" · {esc(told.methods)}" if told.methods else f" · {esc(row['method'])}"
+        fixed = f" · {esc(told.fixed)}" if told.fixed else ""
         lines.append(
             f"<div><b style='color:{colour}'>{esc(told.verdict)}</b> · {esc(row['b'])} vs "
             f"{esc(row['a'])} on <code>{esc(row['check'])}</code>: "
-            f"<b>{esc(told.difference)}</b> ({esc(told.interval)}), {esc(told.rates)}; "
-            f"{esc(told.test)}<span style='opacity:.7'>{methods}</span></div>"
+            f"<b>{esc(told.difference)}</b>, {esc(told.interval)}; {esc(told.rates)}; "
+            f"{esc(told.cases)}<span style='opacity:.7'>{fixed}</span></div>"
         )
         if told.note:
             lines.append(note_html(told.note))

@@ -47,7 +47,7 @@ from evalnb.analysis._sequence import (
     _sequence_of,
     case_rate,
 )
-from evalnb.analysis._stopped import sequence_columns
+from evalnb.analysis._stopped import UNFIXED, sequence_columns
 from evalnb.analysis._tally import tallies
 
 __all__ = ["Best", "elimination_log_capital", "race"]
@@ -533,6 +533,7 @@ def _race_row(
         "method": METHOD,
         "exact_method": "",
         "interval_method": METHOD,
+        **UNFIXED,
         "unpaired": wide["unpaired"],
         "comparisons": family,
         "adjust": "bonferroni (each pair at 2 x delta / (variants - 1); p_adjusted against delta)",

@@ -312,11 +312,16 @@ def compare_sequence(
                 "method": row["method"],
                 "exact_method": "",
                 "interval_method": row["method"],
+                **UNFIXED,
                 "comparisons": family,
                 "adjust": "bonferroni" if family > 1 else "none",
             }
         )
     return _order(pd.DataFrame(rows), by)
+
+
+#: A sequence's interval can exclude a difference at any look; no fixed interval stands beside.
+UNFIXED = {"bounded": True, "fixed_low": math.nan, "fixed_high": math.nan, "fixed_method": ""}
 
 
 def sequence_columns(point: Mapping[str, Any]) -> dict[str, Any]:
@@ -330,6 +335,7 @@ def sequence_columns(point: Mapping[str, Any]) -> dict[str, Any]:
         "high": float(point["high"]),
         "level": float(point["level"]),
         "p_value": float(point["p_value"]),
+        "p_method": float(point["p_value"]),
         "p_exact": math.nan,
         "min_p": 0.0,
     }
@@ -363,9 +369,10 @@ def _note(until: Mapping[str, Any], alpha: float, rule: Decided, adjust: str, fa
 
 _COLUMNS = [
     "check", "a", "b", "cases", "groups", "repeats_a", "repeats_b", "rate_a", "rate_b",
-    "diff", "se", "df", "low", "high", "level", "p_value", "p_exact", "min_p", "p_adjusted",
-    "correlation", "note", "verdict", "mode", "method", "exact_method", "interval_method",
-    "unpaired", "comparisons", "adjust",
+    "diff", "se", "df", "low", "high", "level", "p_value", "p_method", "p_exact", "min_p",
+    "p_adjusted", "correlation", "note", "verdict", "mode", "method", "exact_method",
+    "interval_method", "bounded", "fixed_low", "fixed_high", "fixed_method", "unpaired",
+    "comparisons", "adjust",
 ]  # fmt: skip
 
 

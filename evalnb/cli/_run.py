@@ -250,8 +250,10 @@ def _progress_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_demo_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``evalnb demo`` arguments to ``p``."""
-    p.add_argument("--cases", default=f"{PREFIX}shop", help=f"cases file (default: {PREFIX}shop)")
-    p.add_argument("--repeats", type=int, default=25)
+    p.add_argument(
+        "--cases", default=f"{PREFIX}shop40", help=f"cases file (default: {PREFIX}shop40)"
+    )
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seed", type=int, default=0, help="stand-in seed")
     p.add_argument("--out", help="run directory (default runs/demo-<time>)")
     _progress_arguments(p)
@@ -473,7 +475,7 @@ def _until_note(path: Path) -> None:
 
 
 def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    from evalnb.analysis import compare, load, rates
+    from evalnb.analysis import compare, load, suite_rate
     from evalnb.analysis._story import story
     from evalnb.standin import StandIn
 
@@ -494,12 +496,16 @@ def demo_command(args: argparse.Namespace, argv: Sequence[str]) -> int:
         )
     print(result.summary())
     run_frames = load(out)
-    table = rates(run_frames, by=["variant", "case_id"], check="all")
-    print("\nAll checks passed, per variant and case (Wilson 95% interval):")
+    table = suite_rate(run_frames, check="all")
+    print(
+        "\nPass rate (a sample passes when every check of its case passes), per variant: "
+        "the mean of per-case rates, its interval across cases:"
+    )
     for row in table.itertuples():
         print(
-            f"  {row.variant:<4} {row.case_id:<16} {row.k:>3}/{row.n:<3}"
-            f"  {row.estimate:6.1%}  ({row.low:6.1%} - {row.high:6.1%})"
+            f"  {row.variant:<4} {row.estimate:6.1%}  ({row.level:.0%} CI {row.low:.1%} to "
+            f"{row.high:.1%}), {row.cases} cases x {row.repeats:g} repeats "
+            f"({row.method}, effective sample size)"
         )
     diff = compare(run_frames, a="v1", b="v2").iloc[0]
     told = story(diff)  # the words of compare's display and of the report

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import inspect
@@ -17,6 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 
 from evalnb._numbers import is_number, is_whole
-from evalnb._process import free_port, stop_process
+from evalnb._process import die_with_parent, free_port, stop_process, watchdog
 from evalnb.integrations._models import (
     DEFAULT_MODEL,
     MODELS,
@@ -270,7 +272,13 @@ class GgufServer:
         with self.log_path.open("ab") as log:
             log.write(f"# evalnb: {' '.join(self.command(port))}\n".encode())
             log.flush()
-            # A new session: Ctrl-C in the terminal reaches us, and we stop the server.
+            # A new session: Ctrl-C in the terminal reaches us, and we stop the server. Should
+            # this process die without stopping it (a notebook kernel killed when JupyterLab
+            # stops), the server dies too: the kernel's PR_SET_PDEATHSIG where the starting
+            # thread lives as long as this process (the main thread), and the watchdog,
+            # which kills the server's process group when this process is gone.
+            main = threading.current_thread() is threading.main_thread()
+            fd = watchdog().fd()
             self._process = subprocess.Popen(
                 self.command(port),
                 stdin=subprocess.DEVNULL,
@@ -278,9 +286,14 @@ class GgufServer:
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
                 start_new_session=True,
+                preexec_fn=die_with_parent(watched_by=fd) if main else _register_group(fd),
             )
+        group = self._process.pid  # start_new_session made it a process-group leader
+        watchdog().watch(group)
         # A server nobody stopped still goes when this interpreter exits.
-        self._finalizer = weakref.finalize(self, stop_process, self._process, self.stop_timeout)
+        self._finalizer = weakref.finalize(
+            self, _stop_server, self._process, self.stop_timeout, group
+        )
 
     def _wait_ready(self, port: int) -> None:
         assert self._process is not None  # set by _launch()
@@ -309,6 +322,26 @@ class GgufServer:
         if "No module named" in tail:
             reason = setup_hint(f"{reason}: a module is missing")
         raise EvalnbError(f"{reason}. Log {self.log_path}, last lines:\n{tail}")
+
+
+def _stop_server(process: subprocess.Popen[bytes], grace: float, group: int) -> None:
+    """Stop the server by its PID, then tell the watchdog its group is over."""
+    stop_process(process, grace)
+    watchdog().release(group)
+
+
+def _register_group(fd: int | None) -> Any:
+    """Off the main thread, PR_SET_PDEATHSIG would kill the server when the starting thread
+    ends: the child only registers its group with the watchdog (``None`` without one)."""
+    if fd is None:
+        return None
+
+    def setup() -> None:
+        # Runs in the child between fork and exec: no locks, no imports.
+        with contextlib.suppress(OSError):
+            os.write(fd, b"+%d\n" % os.getpgid(0))
+
+    return setup
 
 
 def expect_keys_schema(keys: Sequence[str]) -> dict[str, Any]:

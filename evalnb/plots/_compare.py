@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from evalnb._exceptions import ArgumentError
-from evalnb.analysis._story import deciding_test, p_phrase
+from evalnb.analysis._story import bounded, fixed_phrase, interval_phrase
 from evalnb.plots import _base
 
 __all__ = ["plot_compare"]
@@ -136,7 +136,15 @@ def _draw_mean(ax: Axes, summary: pd.DataFrame, palette: Mapping[str, str], a: s
     tint = {"B better": palette[b], "A better": palette[a]}.get(verdict, _base.NEUTRAL)
     if np.isfinite(row["diff"]):
         low, high = float(row["low"]), float(row["high"])
-        if np.isfinite(low) and np.isfinite(high):
+        if not bounded(row):
+            # An interval that cannot exclude anything is not drawn across the axis: what these
+            # cases alone can tell is drawn instead, dashed, and the subtitle says which it is.
+            low, high = float(row.get("fixed_low", np.nan)), float(row.get("fixed_high", np.nan))
+            if np.isfinite(low) and np.isfinite(high):
+                ax.hlines(
+                    0, low, high, color=tint, lw=2.2, ls=(0, (3, 2)), zorder=2, gid="fixed-interval"
+                )
+        elif np.isfinite(low) and np.isfinite(high):
             _base.intervals(ax, 0, low, high, tint, "mean-interval", summary=True)
         _base.estimates(ax, row["diff"], 0, tint, "mean-diff", marker="D", summary=True)
     rates = ""
@@ -151,7 +159,12 @@ def _difference_axis(
     """A symmetric x axis in points around zero, an arrow under each end saying who is better."""
     a, b = str(row["a"]), str(row["b"])
     diff = cases["diff"].to_numpy(float)[cases["paired"].to_numpy(bool)]
-    reach = np.nanmax(np.abs(np.r_[diff, row["diff"], row["low"], row["high"], 0.05]))
+    ends = (
+        [row["low"], row["high"]]
+        if bounded(row)
+        else [row.get("fixed_low", np.nan), row.get("fixed_high", np.nan)]
+    )
+    reach = np.nanmax(np.abs(np.r_[diff, row["diff"], ends, 0.05]))
     reach = min(1.0, math.ceil(reach * 1.15 * 20) / 20) if np.isfinite(reach) else 1.0
     ax.set_xlim(-reach - 0.02, reach + 0.02)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10], symmetric=True))
@@ -203,14 +216,13 @@ def _headline(row: pd.Series, a: str, b: str) -> str:
     diff = row["diff"]
     if not np.isfinite(diff):
         return f"{row['verdict']}: no paired cases of {a} and {b}"
-    level = f"{float(row['level']) * 100:g}%"
-    interval = ""
-    if np.isfinite(row["low"]) and np.isfinite(row["high"]):
-        interval = f", {level} CI {row['low'] * 100:+.1f} to {row['high'] * 100:+.1f}"
-    return f"{row['verdict']}: {b} − {a} = {diff * 100:+.1f} points{interval}"
+    return f"{row['verdict']}: {b} − {a} = {diff * 100:+.1f} points"
 
 
 def _details(row: pd.Series, check: str | None) -> str:
+    """The subtitle: the design, then compare's own words (the interval, or that it cannot
+    bound, and the verdict's p, named by their test; the note), as in its display, the
+    report and ``make demo``."""
     parts = [f"A = {row['a']}, B = {row['b']}"]
     if check:
         parts.append(f"check {check!r}")
@@ -222,14 +234,13 @@ def _details(row: pd.Series, check: str | None) -> str:
             else f"{repeats[0]:.3g}/{repeats[1]:.3g}"
         )
         parts.append(f"{_base.plural(int(row['cases']), 'case')} × {shown} repeats")
-    # The p, its test and the note are compare's own words, as in its display and the report.
-    told = {"p_adjusted", "p_value", "method"} <= set(row.index)
-    if told:
-        parts.append(p_phrase(row))
     if row.get("mode") == "fixed":
         parts.append("fixed cases (these cases only)")
-    if told and deciding_test(row) != row["method"]:
-        parts.append(f"interval: {row['method']}")
+    if {"low", "high", "level", "p_adjusted", "method"} <= set(row.index):
+        parts.append(interval_phrase(row))
+    fixed = fixed_phrase(row)
+    if fixed:
+        parts.append(f"dashed: {fixed}")
     if int(row.get("unpaired", 0) or 0):
         parts.append(f"{_base.plural(int(row['unpaired']), 'unpaired case')} left out")
     note = row.get("note")

@@ -42,7 +42,7 @@ from evalnb.analysis._flaky import case_verdicts
 from evalnb.analysis._format import interval_text, number, share, signed, text_table
 from evalnb.analysis._sequence import is_sequential
 from evalnb.analysis._stopped import holds_stopped
-from evalnb.analysis._story import p_phrase, story
+from evalnb.analysis._story import story
 from evalnb.analysis._tally import ALL
 
 __all__ = ["Section", "markdown_table"]
@@ -502,11 +502,10 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
                 "cases": str(row["cases"]),
                 "repeats": f"{row['repeats_a']:.3g} / {row['repeats_b']:.3g}",
                 "B - A": signed(row["diff"]),
-                "interval": interval_text(row["low"], row["high"], level),
-                "p": p_phrase(row),
+                "interval and p": told.interval,
                 "correlation": number(row["correlation"], 2),
                 "verdict": row["verdict"],
-                "interval method": row["method"],
+                "on these cases only": told.fixed,
             }
         )
         every = compare_cases(run, a=baseline, b=variant, check=check)
@@ -529,19 +528,23 @@ def _comparison_sections(run: Run, baseline: str, check: str, level: float) -> l
             }
             for c in cases.itertuples(index=False)
         ]
+    table = pd.DataFrame(rows)
+    if "on these cases only" in table and not table["on these cases only"].any():
+        table = table.drop(columns="on these cases only")
     comparison = Section(
         f"Comparison with {baseline}, check '{check}'",
-        pd.DataFrame(rows),
+        table,
         [
             *notes,
             (
                 "the run was stopped by its sequence (until=Decided): the interval is its "
                 "anytime-valid confidence sequence at the last look, never a fixed-n one"
                 if is_sequential(run)
-                else "paired per-case differences (B - A), standard error across cases, t "
-                "interval with cases - 1 degrees of freedom: it generalises to new cases like "
-                "these; p is the verdict's (with few cases the exact sign-flip test's, which "
-                "must agree); never decided from overlapping intervals"
+                else "paired per-case differences (B - A), the case the unit: it generalises "
+                "to new cases like these; each interval is named by the test that made it (the "
+                "paired t across cases, or with fewer than 10 cases the exact sign-flip test "
+                "inverted, which must agree) and p is the verdict's; never decided from "
+                "overlapping intervals"
             ),
             *(
                 [f"the figures mark the {FIGURE_CASES} cases that moved most"]

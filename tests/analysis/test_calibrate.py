@@ -271,3 +271,36 @@ def test_the_display_says_one_line_per_annotator_and_cautions_below_ten_cases(
     )
     page = calibrate(path)._repr_html_()
     assert "only 2 reviewed cases: these intervals are too wide to lean on" in page
+
+
+@pytest.mark.slow
+def test_the_display_fits_a_notebook_column_in_a_browser(judged: Path) -> None:
+    """Issue 41: the calibration's summary table was 1,521 px wide. With every table open,
+    the display fits 900 px in Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.lab import CHROMIUM, CHROMIUM_ARGS, require_chromium
+
+    require_chromium()
+    pairs = judge_rows(TABLE)  # a second reviewer: the agreement between annotators too
+    write_verdicts(
+        judged,
+        [
+            {"case_id": case(i), "variant": "v", "repeat": 0, "annotator": "bo", "verdict": h}
+            for i, (h, _) in enumerate(pairs)
+        ],
+    )
+    result = calibrate(judged, check="judge")
+    assert len(result.summary) == 2 and len(result.annotators) == 1
+    shown = result._repr_html_()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 900})
+        page.set_content(f"<div style='display:inline-block'>{shown}</div>")
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+        widths = page.evaluate(
+            "() => [...document.querySelectorAll('.evalnb-calibration table')]"
+            ".map(t => t.getBoundingClientRect().width)"
+        )
+        browser.close()
+    assert len(widths) == 3 and all(100 < w <= 900 for w in widths), widths

@@ -12,6 +12,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 from evalnb.analysis import compare, compare_cases, load
+from evalnb.analysis._story import story
 from tests.builders import counts_run, write_run
 
 A_PASSES = [8, 7, 8, 10]
@@ -42,14 +43,18 @@ def test_four_cases_ten_repeats_cannot_tell_yet(four: Path) -> None:
     # 2/16): the interval it inverts is all of [-1, 1], beside "can't tell yet".
     assert (result["low"], result["high"]) == (-1.0, 1.0)
     assert result["interval_method"] == "sign-flip over cases, inverted"
-    assert result["p_value"] == pytest.approx(0.103, abs=5e-4)
+    assert not result["bounded"]
+    # One p: the frame's p_value is the verdict's (the sign-flip's, 2/8 of the 16 signs),
+    # the t's is p_method.
+    assert result["p_value"] == result["p_exact"] == pytest.approx(0.25)
+    assert result["p_method"] == pytest.approx(0.103, abs=5e-4)
     assert result["verdict"] == "can't tell yet"
     assert (result["cases"], result["repeats_a"], result["repeats_b"]) == (4, 10, 10)
     assert (result["rate_a"], result["rate_b"]) == pytest.approx((0.825, 0.975))
     assert result["mode"] == "random" and result["method"] == "paired t across cases"
     # scipy's paired t test on the per-case rates is the outside reference
     reference = stats.ttest_rel(np.array(B_PASSES) / 10, np.array(A_PASSES) / 10)
-    assert result["p_value"] == pytest.approx(reference.pvalue)
+    assert result["p_method"] == pytest.approx(reference.pvalue)
     low, high = reference.confidence_interval(0.95)
     t = stats.t.ppf(0.975, 3)
     assert (low, high) == pytest.approx((-0.055, 0.355), abs=5e-4)
@@ -88,8 +93,28 @@ def test_fixed_mode_answers_for_exactly_these_cases(four: Path) -> None:
     se = np.sqrt(within.sum()) / 4
     assert result["se"] == pytest.approx(se)
     assert result["df"] == np.inf
-    assert result["p_value"] == pytest.approx(2 * stats.norm.sf(0.15 / se))
+    assert result["p_method"] == pytest.approx(2 * stats.norm.sf(0.15 / se))
+    assert result["p_value"] == max(result["p_method"], result["p_exact"])
     assert result["mode"] == "fixed" and "fixed cases" in result["method"]
+    assert result["bounded"] and np.isnan(result["fixed_low"]) and result["fixed_method"] == ""
+
+
+def test_an_interval_that_cannot_bound_has_the_fixed_one_beside_it(four: Path) -> None:
+    """4 cases: the sign-flip's interval is the whole axis; the fixed-mode interval on these
+    cases stands beside it, the same as compare(mode="fixed") gives, and it is named."""
+    random = compare(load(four), a="A", b="B").iloc[0]
+    fixed = compare(load(four), a="A", b="B", mode="fixed").iloc[0]
+    assert not random["bounded"] and random["min_p"] == pytest.approx(0.125)
+    assert (random["fixed_low"], random["fixed_high"]) == (fixed["low"], fixed["high"])
+    assert random["fixed_method"] == fixed["interval_method"]
+    assert -1 < random["fixed_low"] < random["diff"] < random["fixed_high"] < 1
+    told = story(random)
+    assert told.interval == (
+        "4 cases cannot bound the difference at 95% and p = 0.250 (sign-flip over cases)"
+    )
+    assert told.fixed.startswith("on these 4 cases only: 95% CI 0.0 to +")
+    assert told.fixed.endswith(f"pp ({fixed['interval_method']})")
+    assert "-100.0" not in told.line("A", "B", "all")
 
 
 def test_one_sample_per_case_uses_exact_mcnemar(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from evalnb.analysis._exact import (
     sign_flip_p,
     stratified_exact_p,
 )
-from evalnb.analysis._story import story
+from evalnb.analysis._story import deciding_test, story
 
 
 def experiments(
@@ -65,7 +65,11 @@ def test_the_interval_beside_every_verdict_agrees_with_it(cases: int) -> None:
                 seen += int(decided.sum())
                 for row in out.head(3).to_dict("records"):
                     words = story(row)
-                    assert words.methods == "", words  # the interval is the verdict's test's
+                    # the interval is named by the test that made it, the verdict's test
+                    assert words.interval.endswith(f" ({deciding_test(row)})"), words
+                    assert row["interval_method"].startswith(deciding_test(row))
+                    if not row["bounded"]:
+                        assert "cannot bound the difference at 95% and p = " in words.interval
     assert seen > 0 or cases < 6  # with fewer than 6 cases random mode cannot decide
 
 

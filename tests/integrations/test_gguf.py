@@ -30,6 +30,8 @@ from evalnb._types import Case, Request, Variant
 from evalnb.cli import _serve
 from evalnb.cli._common import guarded
 
+ROOT = Path(__file__).resolve().parents[2]
+
 FAKE_SERVER = r"""
 import argparse, json, os, signal, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -518,3 +520,53 @@ def test_serve_command_serves_until_sigterm_then_stops_the_server(fake_llama, mo
             process.wait()
         process.stdout.close()
     assert _gone(server_pid)
+
+
+KERNEL = r"""
+import sys, threading, time
+from evalnb.integrations import GgufServer
+
+def start():
+    server = GgufServer(sys.argv[1], log_path=sys.argv[2]).start()
+    print(server.pid, flush=True)
+    time.sleep(600)
+
+if sys.argv[3] == "thread":  # a server started off the main thread, as a widget's callback
+    threading.Thread(target=start, daemon=True).start()
+    time.sleep(600)
+else:
+    start()
+"""
+
+
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_a_server_dies_with_the_process_that_started_it(fake_llama, model, tmp_path, where):
+    """Issue 41: stopping JupyterLab left a notebook's llama.cpp server running. A process
+    that starts a server and is then killed (SIGKILL: nothing of it runs) takes the server
+    with it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.environ["PYTHONPATH"], str(ROOT)])}
+    command = [sys.executable, "-c", KERNEL, str(model), str(tmp_path / "log"), where]
+    kernel = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        server_pid = int(kernel.stdout.readline())
+        assert not _gone(server_pid)
+        time.sleep(1.0)  # a thread that started the server and lives on must not kill it
+        assert not _gone(server_pid)
+    finally:
+        kernel.kill()
+        kernel.wait()
+        kernel.stdout.close()
+    deadline = time.monotonic() + 10
+    while not _ended(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _ended(server_pid)
+
+
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie nobody has reaped yet (its parent was killed; in a container the
+    process that inherits it may never reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return _gone(pid)
+    return state in ("Z", "X")

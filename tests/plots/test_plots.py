@@ -35,6 +35,7 @@ from evalnb.analysis import (
     rates,
     suite_rate,
 )
+from evalnb.analysis._story import fixed_phrase
 from evalnb.plots import (
     plot_agreement,
     plot_compare,
@@ -313,15 +314,25 @@ def test_compare_draws_differences_zero_line_and_verdict(runs: dict[str, Run]) -
     ax = render(plot_compare(summary, compare_cases(shop)))
     [zero] = gid(ax, "zero")
     assert list(zero.get_xdata()) == [0, 0]
-    [mean] = segments(ax, "mean-interval")
-    assert mean[:, 0] == pytest.approx([summary["low"].iloc[0], summary["high"].iloc[0]])
+    # 4 cases cannot bound the difference (the sign-flip's interval is the whole axis): it
+    # is not drawn; the interval on exactly these cases is, dashed, and the subtitle says so.
+    assert not summary["bounded"].iloc[0] and not segments(ax, "mean-interval")
+    [fixed] = segments(ax, "fixed-interval")
+    row = summary.iloc[0]
+    assert fixed[:, 0] == pytest.approx([row["fixed_low"], row["fixed_high"]])
+    assert ax.get_xlim()[1] < 1.0
+    [subtitle] = [t.get_text() for t in ax.texts if t.get_gid() == "subtitle"]
+    subtitle = " ".join(subtitle.split())
+    assert "4 cases cannot bound the difference at 95% and p = " in subtitle
+    assert "(sign-flip over cases)" in subtitle
+    assert f"dashed: {fixed_phrase(row)}" in subtitle
     assert points(ax, "mean-diff") == pytest.approx([0.475])
     assert sorted(points(ax, "case-diff:b-better")) == pytest.approx([0.2, 0.3, 0.7, 0.7])
     assert not len(points(ax, "case-diff:a-better"))
     assert yticks(ax) == ["Mean difference (4 cases)", "case-01", "case-03", "case-02", "case-00"]
     title = ax.get_title(loc="left")
     # 4 cases cannot reach significance (the smallest exact p is 0.125): no verdict.
-    assert title.startswith("can't tell yet: v2 − v1 = +47.5 points, 95% CI")
+    assert title == "can't tell yet: v2 − v1 = +47.5 points"
     assert notes(ax) == ["3/10 → 10/10", "2/10 → 9/10", "6/10 → 9/10", "8/10 → 10/10"]
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert "0" in ticks and any(t.startswith("+") for t in ticks)
