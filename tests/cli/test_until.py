@@ -86,5 +86,5 @@ def test_misuse_is_one_line_and_exit_2(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text(f'cases = "{Path(cases).name}"\n[until]\na = "v1"\nb = "v2"\nalpah = 0.1\n')
     assert main(["run", "--experiment", str(bad), "--standin", "--out", str(tmp_path / "x")]) == 2
-    assert "'until.alpah' is not a stopping-rule field" in capsys.readouterr().err
+    assert "'until.alpah' is not a field of the 'decided' rule" in capsys.readouterr().err
     assert not (tmp_path / "r").exists() and not (tmp_path / "x").exists()
