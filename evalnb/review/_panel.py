@@ -24,6 +24,7 @@ import ipywidgets as widgets
 from evalnb.analysis._frames import Run
 from evalnb.analysis._tally import ALL
 from evalnb.review import _render as render
+from evalnb.review._design import ReviewDesign
 from evalnb.review._index import SampleFilters, SampleKey
 from evalnb.review._keys import KeyCapture
 from evalnb.review._state import LIST_SORTS, ReviewState
@@ -72,6 +73,11 @@ def annotate(
     b: str | None = None,
     start: SampleKey | None = None,
     advance: bool = True,
+    design: str | ReviewDesign | None = None,
+    seed: int = 0,
+    by: str = "case",
+    allocation: str = "proportional",
+    floor: float = 0.1,
 ) -> Annotator:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
 
@@ -101,11 +107,35 @@ def annotate(
     unreviewed, ``e`` to type in the reason box, ``l`` to open or close the sample list
     (its search box takes the keys). Escape leaves the reason box or the list.
 
+    ``design`` says which samples come first, so that the verdicts so far are a
+    probability sample of the run (:mod:`evalnb.review._design`): ``"random"`` (the
+    default; a random order from ``seed``), ``"stratified"`` (strata by ``by``: ``"case"``
+    or a check's outcome, shared out by ``allocation``: ``"proportional"`` or
+    ``"equal"``), ``"active"`` (what the ``check`` is unsure of first, no sample's size
+    below ``floor`` times the uniform one) or ``"queue"`` (run, case, variant, repeat: for
+    browsing; such verdicts describe the reviewed samples only). A side-by-side review
+    walks the pairs in queue order. Each verdict is saved with its design, seed and
+    inclusion probability, and :func:`evalnb.ppi_rate`, :func:`evalnb.calibrate` and
+    :func:`evalnb.rates` weight by them. The header shows the human pass rate so far with
+    its interval and how many more labels a narrower one needs (:func:`evalnb.review_plan`).
+
     >>> panel = evalnb.annotate(run, annotator="ana")                 # doctest: +SKIP
     >>> panel                                                          # doctest: +SKIP
     """
     return Annotator(
-        run, annotator, where=where, check=check, a=a, b=b, start=start, advance=advance
+        run,
+        annotator,
+        where=where,
+        check=check,
+        a=a,
+        b=b,
+        start=start,
+        advance=advance,
+        design=design,
+        seed=seed,
+        by=by,
+        allocation=allocation,
+        floor=floor,
     )
 
 
