@@ -116,7 +116,9 @@ def live(number: LiveNumber) -> str:
             if np.isfinite(row.low) and np.isfinite(row.high)
             else ""
         )
-        parts.append(f"{esc(row.variant)} <b>{row.estimate:.2f}</b>{interval}")
+        # a corrected rate may step outside [0, 1] with few labels; its interval is cut too
+        rate = min(max(float(row.estimate), 0.0), 1.0)
+        parts.append(f"{esc(row.variant)} <b>{rate:.2f}</b>{interval}")
     how = "judge corrected by your verdicts (PPI)" if number.method == "PPI" else "your verdicts"
     text = f"Human pass rate ({how}, {number.labels} labels): " + " · ".join(parts)
     if number.scope != "population":
@@ -124,7 +126,8 @@ def live(number: LiveNumber) -> str:
     plan = (
         f"about {int(number.more)} more labels for ±{100 * number.target:g} pp"
         if np.isfinite(number.more)
-        else "more labels will not narrow it much: the cases' own spread is wider"
+        else f"no number of labels reaches ±{100 * number.target:g} pp: the cases' own spread "
+        "is wider"
     )
     rate = f"<span class='evalnb-live-rate'>{text}</span>"
     return f"{rate} — <span class='evalnb-live-plan'>{plan}</span>"

@@ -198,7 +198,7 @@ def test_the_live_number_follows_each_verdict(run_dir: Path) -> None:
     # verdicts that agree with the judge everywhere: PPI gives the judge's rate
     assert live.rates["estimate"].tolist() == pytest.approx([22 / 24, 22 / 24])
     assert "Human pass rate (judge corrected by your verdicts (PPI), 12 labels)" in seen[-1]
-    assert "more labels for ±" in seen[-1] or "will not narrow it much" in seen[-1]
+    assert "more labels for ±" in seen[-1] or "no number of labels reaches" in seen[-1]
     queue = annotate(run_dir, "bo", design="queue")
     queue.record("pass")
     assert "describe the reviewed samples only" in queue.live.value
