@@ -123,14 +123,17 @@ def live(number: LiveNumber) -> str:
     text = f"Human pass rate ({how}, {number.labels} labels): " + " · ".join(parts)
     if number.scope != "population":
         return f"<span class='evalnb-live-rate'>{text}</span> <i>{esc(number.note)}</i>"
-    plan = (
-        f"about {int(number.more)} more labels for ±{100 * number.target:g} pp"
-        if np.isfinite(number.more)
-        else f"no number of labels reaches ±{100 * number.target:g} pp: the cases' own spread "
-        "is wider"
-    )
-    rate = f"<span class='evalnb-live-rate'>{text}</span>"
-    return f"{rate} — <span class='evalnb-live-plan'>{plan}</span>"
+    if np.isfinite(number.more):
+        plan = f"about {int(number.more)} more labels for ±{100 * number.target:g} pp"
+    elif np.isfinite(number.target):
+        plan = (
+            f"no number of labels reaches ±{100 * number.target:g} pp: the cases' own "
+            "spread is wider"
+        )
+    else:
+        plan = "label samples of two cases or more for an interval"
+    shown = f"<span class='evalnb-live-rate'>{text}</span>"
+    return f"{shown} — <span class='evalnb-live-plan'>{plan}</span>"
 
 
 def verdict(annotator: str, given: str | None, reason: str, saved_at: dt.datetime | None) -> str:
