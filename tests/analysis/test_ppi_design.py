@@ -137,3 +137,23 @@ def test_calibrate_weighs_an_active_review_and_flags_queue_order(run_dir: Path) 
     assert row["scope"] == "reviewed samples" and "queue order" in row["note"]
     assert np.isnan(row["kappa_low"]) and np.isnan(row["tpr_low"]) and np.isnan(row["mcnemar_p"])
     assert "describe the reviewed samples only" in calibrate(run_dir, annotator="bo")._repr_html_()
+
+
+def test_rates_of_verdicts_weigh_by_the_design_or_give_no_interval(run_dir: Path) -> None:
+    from evalnb import rates
+    from evalnb.analysis import proportion_interval
+
+    save_verdicts(run_dir, active_rows())
+    with pytest.warns(UserWarning, match="weigh 1 / inclusion probability"):
+        row = rates(load(run_dir), by=None, source="verdicts").iloc[0]
+    # weights 5 (fail), 2 (fail), 2.5 (pass): share 2.5 / 9.5 on the Kish count
+    # 9.5^2 / (25 + 4 + 6.25); the verdict beyond the gap is left out
+    effective = 9.5**2 / 35.25
+    _, low, high = proportion_interval([2.5 / 9.5 * effective], [effective])
+    assert row["estimate"] == pytest.approx(2.5 / 9.5)
+    assert (row["low"], row["high"]) == pytest.approx((low[0], high[0]))
+    assert row["design"] == "active" and row["scope"] == "population"
+    ReviewState(run_dir, "bo", design="queue").record("pass")
+    with pytest.warns(UserWarning, match="describe the reviewed samples only"):
+        mixed = rates(load(run_dir), by="annotator", source="verdicts")
+    assert mixed["scope"].eq("reviewed samples").all() and mixed["low"].isna().all()
