@@ -63,7 +63,7 @@ def suite(rng: np.random.Generator, cases: int, repeats: int) -> dict[str, np.nd
         hard[case], rng.uniform(0.0, 0.2, len(case)), rng.uniform(0.3, 0.5, len(case))
     )
     score = 0.5 + np.where(judge, distance, -distance)
-    return {"case": case, "human": human, "judge": judge, "score": score}
+    return {"case": case, "human": human, "judge": judge, "score": score, "hard": hard[case]}
 
 
 def ordering(design: str, data: dict[str, np.ndarray], seed: int):
@@ -79,21 +79,31 @@ def ordering(design: str, data: dict[str, np.ndarray], seed: int):
 
 def prefix_rows(data, order, labels: int, experiment: int) -> pd.DataFrame:
     """The per-sample rows ppi_rate reads after the first ``labels`` of ``order``."""
-    n = len(data["case"])
-    taken = order.order[:labels]
-    human = np.full(n, np.nan)
-    human[taken] = data["human"][taken]
-    weight = np.zeros(n)
-    weight[taken] = 1.0 / order.inclusion(labels)[taken]
-    case = data["case"].astype(np.int64) + experiment * 10_000
+    return stacked([data], [order], labels, first=experiment)
+
+
+def stacked(suites, orders, labels: int, first: int = 0) -> pd.DataFrame:
+    """:func:`prefix_rows` of many replicates (suites of one size) in one frame, built from
+    arrays: ``experiment`` numbers them from ``first``."""
+    count, n = len(suites), len(suites[0]["case"])
+    rank = np.empty((count, n), dtype=np.int64)
+    weight = np.zeros((count, n))
+    for r, order in enumerate(orders):
+        rank[r, order.order] = np.arange(n)
+        taken = order.order[:labels]
+        weight[r, taken] = 1.0 / order.inclusion(labels)[taken]
+    human = np.stack([s["human"] for s in suites]).astype(float)
+    human[rank >= labels] = np.nan
+    experiment = np.repeat(np.arange(first, first + count), n)
+    case = np.concatenate([s["case"] for s in suites]).astype(np.int64) + experiment * 10_000
     return pd.DataFrame(
         {
             "experiment": experiment,
             "case_id": case,
-            "judge": data["judge"].astype(float),
-            "human": human,
-            "weight": weight,
-            "size": order.size,
+            "judge": np.concatenate([s["judge"] for s in suites]).astype(float),
+            "human": human.ravel(),
+            "weight": weight.ravel(),
+            "size": np.concatenate([o.size for o in orders]),
             "unit": case,
         }
     )
@@ -108,16 +118,14 @@ def run_cells(replicates: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, p
         suites = [suite(rng, cases, repeats) for _ in range(replicates)]
         for design in DESIGNS:
             orders = [ordering(design, s, r) for r, s in enumerate(suites)]
+            halves: dict[int, np.ndarray] = {}
             fine = set(FINE) if design != "stratified" else set()
             for labels in sorted(set(LABELS) | fine):
                 count = replicates if labels in LABELS else min(replicates, CURVE_REPLICATES)
-                pairs = list(zip(suites, orders, strict=True))[:count]
-                rows = pd.concat(
-                    [prefix_rows(s, o, labels, r) for r, (s, o) in enumerate(pairs)],
-                    ignore_index=True,
-                )
+                rows = stacked(suites[:count], orders[:count], labels)
                 out = estimate_rows(rows, read, ["experiment"], "judge", 0.95)
                 width = (out["high"] - out["low"]).to_numpy()
+                halves[labels] = width / 2
                 curves.append(
                     {"cases": cases, "design": design, "labels": labels, "width": np.nanmean(width)}
                 )
@@ -134,36 +142,34 @@ def run_cells(replicates: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, p
                             "half-width": np.nanmean(width) / 2,
                         }
                     )
-            plans += plan_check(suites, orders, cases, design)
+            plans += plan_check(suites, orders, cases, design, halves)
     return pd.DataFrame(cells), pd.DataFrame(curves), pd.DataFrame(plans)
 
 
-def plan_check(suites, orders, cases: int, design: str, plans_per_cell: int = 300) -> list[dict]:
-    """The planner from a pilot of 20 and of 40 labels against the realised half-width."""
-    out = []
-    for pilot in (20, 40):
-        predicted = {n: [] for n in LABELS if n > pilot}
-        realised = {n: [] for n in LABELS if n > pilot}
-        for s, o in zip(suites[:plans_per_cell], orders, strict=False):
-            rows = prefix_rows(s, o, pilot, 0)
-            read = DesignRead(design, POPULATION, np.ones(0), pilot, "")
-            plan = plan_rows(rows, read, [], "judge", width=None, labels=list(predicted))
-            for n, half in zip(plan["labels"], plan["half_width"], strict=True):
-                predicted[n].append(half)
-                later = estimate_rows(prefix_rows(s, o, n, 0), read, [], "judge", 0.95)
-                realised[n].append(float((later["high"] - later["low"]).iat[0] / 2))
-        for n in predicted:
-            out.append(
-                {
-                    "cases": cases,
-                    "design": design,
-                    "pilot": pilot,
-                    "labels": n,
-                    "predicted": np.nanmean(predicted[n]),
-                    "realised": np.nanmean(realised[n]),
-                }
-            )
-    return out
+def plan_check(
+    suites, orders, cases: int, design: str, halves: dict[int, np.ndarray], count: int = 100
+) -> list[dict]:
+    """The planner from a pilot of 20 labels against the half-width realised later by the
+    same replicates (the same orders, read further)."""
+    later = [n for n in LABELS if n > 20]
+    predicted = {n: [] for n in later}
+    for s, o in zip(suites[:count], orders[:count], strict=True):
+        rows = prefix_rows(s, o, 20, 0)
+        read = DesignRead(design, POPULATION, np.ones(0), 20, "")
+        plan = plan_rows(rows, read, [], "judge", width=None, labels=later)
+        for n, half in zip(plan["labels"], plan["half_width"], strict=True):
+            predicted[n].append(half)
+    return [
+        {
+            "cases": cases,
+            "design": design,
+            "pilot": 20,
+            "labels": n,
+            "predicted": np.nanmean(predicted[n]),
+            "realised": np.nanmean(halves[n][:count]),
+        }
+        for n in later
+    ]
 
 
 def savings(curves: pd.DataFrame) -> pd.DataFrame:
@@ -192,22 +198,24 @@ def savings(curves: pd.DataFrame) -> pd.DataFrame:
 
 
 def queue_flag(seed: int) -> pd.DataFrame:
-    """Labels taken in queue order: what the library says of them, and what an interval
-    that took them as a random sample would cover."""
+    """Labels taken in queue order (the cases file's order, the hard cases added last):
+    what the library says of them, and what an interval that took them as a random sample
+    would cover."""
     rows = []
     for cases, repeats in SUITES:
         rng = np.random.default_rng([seed, cases, 7])
         covered, flagged = [], []
         for r in range(300):
             s = suite(rng, cases, repeats)
-            queue = design_order(len(s["case"]), "queue")
+            # the queue's order is the cases file's: here the hard cases were added last
+            queue_order = np.lexsort((s["case"], s["hard"]))
             for labels in LABELS:
                 verdicts = pd.DataFrame({"design": "queue", "seed": 0, "rank": np.arange(labels)})
                 read = read_design(verdicts, len(s["case"]))
                 flagged.append(read.scope != POPULATION)
                 naive = DesignRead("random", POPULATION, np.ones(0), labels, "")
                 plain = prefix_rows(s, design_order(len(s["case"]), "random", seed=r), labels, 0)
-                taken = queue.order[:labels]
+                taken = queue_order[:labels]
                 plain["human"] = np.nan
                 plain.loc[taken, "human"] = s["human"][taken].astype(float)
                 plain["weight"] = np.where(plain["human"].notna(), 1.0, 0.0)
