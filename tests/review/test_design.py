@@ -203,3 +203,14 @@ def test_the_live_number_follows_each_verdict(run_dir: Path) -> None:
     queue.record("pass")
     assert "describe the reviewed samples only" in queue.live.value
     assert "[" not in queue.live.value.split("</b>")[1].split("<i>")[0]  # no interval
+
+
+def test_a_review_stratified_by_a_check_gives_each_outcome_its_share(run_dir: Path) -> None:
+    # the judge fails 4 of the 48 samples (c0's repeats 0-1, both variants)
+    state = ReviewState(run_dir, "ana", design="stratified", by="judge", advance=False)
+    outcome = state.index.outcome("judge")[state.queue.positions]
+    for labels in (12, 24, 36):
+        assert abs(int((outcome[:labels] == 0).sum()) - labels * 4 / 48) < 1
+    equal = ReviewState(run_dir, "bo", design="stratified", by="judge", allocation="equal")
+    first = equal.index.outcome("judge")[equal.queue.positions[:8]]
+    assert int((first == 0).sum()) == 4  # half the labels to each outcome, while it has any
