@@ -37,6 +37,7 @@ from .analysis import ppi_compare as ppi_compare
 from .analysis import ppi_rate as ppi_rate
 from .analysis import race as race
 from .analysis import rates as rates
+from .analysis import review_plan as review_plan
 from .analysis import scores as scores
 from .analysis import suite_rate as suite_rate
 from .cases import JudgeSpec as JudgeSpec
@@ -63,6 +64,7 @@ from .report import report_html as report_html
 from .report import report_markdown as report_markdown
 from .report import report_text as report_text
 from .review import Annotator as Annotator
+from .review import ReviewDesign as ReviewDesign
 from .review import annotate as annotate
 from .runner import RunInterrupted as RunInterrupted
 from .runner import RunResult as RunResult

@@ -18,9 +18,11 @@ from ._gate import format_gate as format_gate
 from ._gate import gate as gate
 from ._history import history as history
 from ._latency import latency as latency
+from ._plan import review_plan as review_plan
 from ._power import power as power
 from ._ppi import ppi_compare as ppi_compare
 from ._ppi import ppi_rate as ppi_rate
+from ._preference import preferences as preferences
 from ._race import Best as Best
 from ._race import race as race
 from ._rates import proportion_interval as proportion_interval

@@ -12,7 +12,9 @@ import pandas as pd
 from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._frames import Run
+from evalnb.analysis._sampling import REVIEWED, read_design
 from evalnb.analysis._tally import tallies
+from evalnb.store import latest_verdicts
 
 __all__ = ["proportion_interval", "rates"]
 
@@ -34,9 +36,14 @@ def rates(
     ``metadata.<key>``). ``check`` picks check names; ``"all"`` is the derived "every
     scored check passed". ``source="verdicts"`` rates human verdicts instead: the latest
     verdict per (sample, annotator) counts, and ``annotator`` may be used in ``by``.
-    ``method`` is ``"wilson"`` (the score interval in closed form, equal to statsmodels
-    ``proportion_confint``'s), or ``"agresti_coull"``, ``"beta"`` (Clopper-Pearson) or
-    ``"jeffreys"`` from statsmodels ``proportion_confint``.
+    Verdicts from a Run are read with the design the review took them under
+    (:func:`evalnb.annotate`): a stratified or active review weighs each by ``1 / pi``
+    (``estimate`` the weighted share, the interval on the Kish effective count); verdicts
+    with no probability design (queue order, a ``where=`` review, none recorded) keep
+    their counts and get no interval, and a note says why. ``method`` is ``"wilson"`` (the
+    score interval in closed form, equal to statsmodels ``proportion_confint``'s), or
+    ``"agresti_coull"``, ``"beta"`` (Clopper-Pearson) or ``"jeffreys"`` from statsmodels
+    ``proportion_confint``.
 
     Returns:
         DataFrame, one row per group and check, columns:
@@ -49,6 +56,9 @@ def rates(
         - ``incomplete``: rows in ``n`` whose sample did not complete (they fail);
         - ``estimate`` (``k / n``), ``low``, ``high``: the interval at ``level``;
         - ``level``, ``method``;
+        - ``design``, ``scope`` (``source="verdicts"`` on a Run): the review's design and
+          whether the interval speaks of the run (``population``) or there is none
+          (``reviewed samples``);
         - ``pooled``: True when the row pools several cases, so its interval treats
           every sample as an independent trial; use :func:`evalnb.suite_rate` for an
           interval across cases.
@@ -66,6 +76,9 @@ def rates(
     out["method"] = method
     out["pooled"] = (out["cases"].fillna(2) > 1).astype(bool)
     unchecked, unrun = _cases_without_checks(data) if source == "checks" else ([], [])
+    design_note = ""
+    if source == "verdicts" and isinstance(data, Run):
+        out, design_note = _by_design(data, out, _args.names("by", by), level, method)
     notes = [
         f"{len(ids)} of the run's cases {what}, so no rate counts them: {_listed(ids)}"
         for ids, what in (
@@ -74,12 +87,70 @@ def rates(
         )
         if ids
     ]
+    notes += [design_note] if design_note else []
     if not notes:
         return display.shown(out)
     for note in notes:
         display.caution(note)
     note = "; ".join(notes)
     return display.result(out, lambda frame: display.note_html(note))
+
+
+def _by_design(
+    run: Run, out: pd.DataFrame, by: list[str], level: float, method: str
+) -> tuple[pd.DataFrame, str]:
+    """``out`` (verdict rates of ``run``) read with the review's design: weighted by
+    ``1 / pi`` under unequal inclusion probabilities, no interval without a design."""
+    samples = len(run.table("samples", ["status"]))
+    latest = latest_verdicts(run.table("verdicts"))
+    read = read_design(latest, samples)
+    out = out.assign(design=read.design, scope=read.scope)
+    if read.scope == REVIEWED:
+        out["low"], out["high"] = np.nan, np.nan
+        return out, read.note
+    weight = read.weight
+    used = weight[weight > 0]
+    if not len(used) or float(used.max() - used.min()) <= 1e-12 * float(used.max()):
+        return out, read.note  # every label weighs alike: the plain share is the rate
+    keys = [c for c in by if c in latest.columns]
+    if keys != by:
+        out["low"], out["high"] = np.nan, np.nan
+        note = (
+            f"the {read.design} design weighs each verdict by 1 / inclusion probability; "
+            f"rates by {by!r} are not weighed (only sample key columns and 'annotator' are): "
+            "no interval; evalnb.ppi_rate weighs them"
+        )
+        return out, note
+    rows = latest.assign(
+        _w=weight,
+        _k=weight * (latest["verdict"] == "pass"),
+        _w2=weight**2,
+    )[latest["verdict"].isin(["pass", "fail"]).to_numpy() & (weight > 0)]
+    sums = rows.groupby(keys, observed=True)[["_w", "_k", "_w2"]].sum() if keys else None
+    if sums is None:
+        sums = rows[["_w", "_k", "_w2"]].sum().to_frame().T
+    share = sums["_k"] / sums["_w"]
+    effective = sums["_w"] ** 2 / sums["_w2"]
+    estimate, low, high = proportion_interval(
+        share * effective, effective, level=level, method=method
+    )
+    found = pd.DataFrame({"_e": estimate, "_l": low, "_h": high}, index=sums.index)
+    if keys:
+        at = (
+            pd.MultiIndex.from_frame(out[keys].astype(object))
+            if len(keys) > 1
+            else (out[keys[0]].astype(object))
+        )
+        matched = found.reindex(at)
+    else:
+        matched = found.reindex([0] * len(out))
+    out["estimate"] = matched["_e"].to_numpy()
+    out["low"], out["high"] = matched["_l"].to_numpy(), matched["_h"].to_numpy()
+    note = (
+        f"the {read.design} design's verdicts weigh 1 / inclusion probability: estimate is "
+        "the weighted share, its interval on the Kish effective count"
+    )
+    return out, "; ".join(n for n in (read.note, note) if n)
 
 
 def _listed(ids: list[str]) -> str:

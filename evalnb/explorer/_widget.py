@@ -251,8 +251,14 @@ class Explorer(widgets.VBox):
                 "'annotator' is needed to review: type your name, or "
                 "explore(run, annotator='your name')"
             )
+        # the reviewer picked this sample: browsing, so its verdict describes it alone
         panel = Annotator(
-            state.run, annotator, check=state.check, start=state.key(position), advance=False
+            state.run,
+            annotator,
+            check=state.check,
+            start=state.key(position),
+            advance=False,
+            design="queue",
         )
         panel.state.on_save.append(self._heard)
         self.panel = panel

@@ -3,7 +3,9 @@
 :func:`annotate` opens the panel (:mod:`evalnb.review._panel`, ipywidgets); it draws a
 :class:`ReviewState` (:mod:`evalnb.review._state`), which keeps the queue of samples, the
 filters, the place, the reason being typed and the verdicts saved, and which a script
-or a test can drive with no widget at all. :mod:`evalnb.review._render` writes the HTML.
+or a test can drive with no widget at all. A :class:`ReviewDesign`
+(:mod:`evalnb.review._design`) sets the order, so that the verdicts so far are a
+probability sample of the run. :mod:`evalnb.review._render` writes the HTML.
 
 Under it, and under the explorer, is one :class:`SampleIndex` (:mod:`evalnb.review._index`):
 a run's samples with their key codes, the outcome of each check, an annotator's latest
@@ -12,6 +14,7 @@ verdicts, the filters (:class:`SampleFilters`) and the word search.
 
 from __future__ import annotations
 
+from evalnb.review._design import ReviewDesign
 from evalnb.review._index import SampleFilters, SampleIndex, SampleKey
 from evalnb.review._panel import Annotator, annotate
 from evalnb.review._search import SearchError
@@ -19,6 +22,7 @@ from evalnb.review._state import ReviewState
 
 __all__ = [
     "Annotator",
+    "ReviewDesign",
     "ReviewState",
     "SampleFilters",
     "SampleIndex",

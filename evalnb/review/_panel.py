@@ -24,6 +24,7 @@ import ipywidgets as widgets
 from evalnb.analysis._frames import Run
 from evalnb.analysis._tally import ALL
 from evalnb.review import _render as render
+from evalnb.review._design import ReviewDesign
 from evalnb.review._index import SampleFilters, SampleKey
 from evalnb.review._keys import KeyCapture
 from evalnb.review._state import LIST_SORTS, ReviewState
@@ -72,6 +73,11 @@ def annotate(
     b: str | None = None,
     start: SampleKey | None = None,
     advance: bool = True,
+    design: str | ReviewDesign | None = None,
+    seed: int = 0,
+    by: str = "case",
+    allocation: str = "proportional",
+    floor: float = 0.1,
 ) -> Annotator:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
 
@@ -101,11 +107,35 @@ def annotate(
     unreviewed, ``e`` to type in the reason box, ``l`` to open or close the sample list
     (its search box takes the keys). Escape leaves the reason box or the list.
 
+    ``design`` says which samples come first, so that the verdicts so far are a
+    probability sample of the run (:mod:`evalnb.review._design`): ``"random"`` (the
+    default; a random order from ``seed``), ``"stratified"`` (strata by ``by``: ``"case"``
+    or a check's outcome, shared out by ``allocation``: ``"proportional"`` or
+    ``"equal"``), ``"active"`` (what the ``check`` is unsure of first, no sample's size
+    below ``floor`` times the uniform one) or ``"queue"`` (run, case, variant, repeat: for
+    browsing; such verdicts describe the reviewed samples only). A side-by-side review
+    walks the pairs in queue order. Each verdict is saved with its design, seed and
+    inclusion probability, and :func:`evalnb.ppi_rate`, :func:`evalnb.calibrate` and
+    :func:`evalnb.rates` weight by them. The header shows the human pass rate so far with
+    its interval and how many more labels a narrower one needs (:func:`evalnb.review_plan`).
+
     >>> panel = evalnb.annotate(run, annotator="ana")                 # doctest: +SKIP
     >>> panel                                                          # doctest: +SKIP
     """
     return Annotator(
-        run, annotator, where=where, check=check, a=a, b=b, start=start, advance=advance
+        run,
+        annotator,
+        where=where,
+        check=check,
+        a=a,
+        b=b,
+        start=start,
+        advance=advance,
+        design=design,
+        seed=seed,
+        by=by,
+        allocation=allocation,
+        floor=floor,
     )
 
 
@@ -134,6 +164,7 @@ class Annotator(widgets.VBox):
         self.annotator = self.state.annotator
         self._build()
         self._render()
+        self._render_live()
         self.state.on_change.append(self._on_peer)
 
     # -- what the state knows -------------------------------------------------------------
@@ -207,6 +238,7 @@ class Annotator(widgets.VBox):
         if undone is None:
             self._say("Nothing to undo in this panel.")
             return
+        self._render_live()
         key = undone.key
         label = render.esc(f"{key['case_id']} · {key['variant']} · repeat {key['repeat']}")
         taken = render.esc(undone.undone.replace("_", " "))
@@ -265,6 +297,7 @@ class Annotator(widgets.VBox):
         if key is None:
             self._say("No sample is shown: change the filters.")
             return
+        self._render_live()  # before the header: a new header means a new number too
         label = f"{key['case_id']} · {key['variant']} · repeat {key['repeat']}"
         # Named by its sample: after advancing it says what was saved for the one left.
         said = f"Saved <b>{render.esc(verdict)}</b> for {render.esc(label)}."
@@ -293,6 +326,7 @@ class Annotator(widgets.VBox):
         # Another panel of this reviewer saved a verdict: show what is saved now.
         self._render_verdict()
         self._render_progress()
+        self._render_live()
 
     def _on_advance(self, change: Any) -> None:
         self.state.advance = bool(change["new"])
@@ -423,6 +457,10 @@ class Annotator(widgets.VBox):
         self.progress.value = state.reviewed
         self.progress_label.value = render.progress(state.reviewed, state.count, state.at)
 
+    def _render_live(self) -> None:
+        """The live number, after each verdict saved or taken back."""
+        self.live.value = render.live(self.state.live())
+
     def _render_verdict(self) -> None:
         state = self.state
         for verdict, button in self._verdict_buttons.items():
@@ -485,6 +523,7 @@ class Annotator(widgets.VBox):
             min=0, max=1, layout=widgets.Layout(width="160px", height="14px")
         )
         self.progress_label = widgets.HTML().add_class("evalnb-progress")
+        self.live = widgets.HTML().add_class("evalnb-live")
         # What scrolls is inside (render.CSS): the prompt and answer in a box of fixed
         # height, so the controls under it never move, and the checks beside it.
         self.body = widgets.HTML(layout=widgets.Layout(width="100%")).add_class("evalnb-body")
@@ -571,7 +610,7 @@ class Annotator(widgets.VBox):
             self.undo_button,
             self.list_button,
         ]
-        top = [self.header, _row([self.progress, self.progress_label])]
+        top = [self.header, _row([self.progress, self.progress_label]), self.live]
         title = widgets.HTML(render.title(self.run.run_ids, self.annotator))
         return [
             title.add_class("evalnb-title"),

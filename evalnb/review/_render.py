@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from evalnb.review._live import LiveNumber
 from evalnb.review._queue import SampleView
 
 _RESULT_CHARS = 600
@@ -99,6 +100,40 @@ def progress(reviewed: int, total: int, at: int) -> str:
     """``reviewed`` of ``total`` reviewed, and the place ``at`` (0-based) when any."""
     place = f" · sample {at + 1} of {total}" if total else ""
     return f"&nbsp;<b>{reviewed}</b> of {total} reviewed<span class='nb-quiet'>{place}</span>"
+
+
+def live(number: LiveNumber) -> str:
+    """The human pass rate so far per variant, with its interval, and the labels to go."""
+    if number.rates.empty:
+        return (
+            "<span class='nb-quiet'>Human pass rate: no verdict yet; each one you give "
+            "updates it here.</span>"
+        )
+    parts = []
+    for row in number.rates.itertuples():
+        interval = (
+            f" [{row.low:.2f}, {row.high:.2f}]"
+            if np.isfinite(row.low) and np.isfinite(row.high)
+            else ""
+        )
+        # a corrected rate may step outside [0, 1] with few labels; its interval is cut too
+        rate = min(max(float(row.estimate), 0.0), 1.0)
+        parts.append(f"{esc(row.variant)} <b>{rate:.2f}</b>{interval}")
+    how = "judge corrected by your verdicts (PPI)" if number.method == "PPI" else "your verdicts"
+    text = f"Human pass rate ({how}, {number.labels} labels): " + " · ".join(parts)
+    if number.scope != "population":
+        return f"<span class='evalnb-live-rate'>{text}</span> <i>{esc(number.note)}</i>"
+    if np.isfinite(number.more):
+        plan = f"about {int(number.more)} more labels for ±{100 * number.target:g} pp"
+    elif np.isfinite(number.target):
+        plan = (
+            f"no number of labels reaches ±{100 * number.target:g} pp: the cases' own "
+            "spread is wider"
+        )
+    else:
+        plan = "label samples of two cases or more for an interval"
+    shown = f"<span class='evalnb-live-rate'>{text}</span>"
+    return f"{shown} — <span class='evalnb-live-plan'>{plan}</span>"
 
 
 def verdict(annotator: str, given: str | None, reason: str, saved_at: dt.datetime | None) -> str:

@@ -39,6 +39,7 @@ import pandas as pd
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._tally import ALL, OutcomeCode
+from evalnb.review._design import ReviewDesign
 from evalnb.review._drafts import DraftBook, DraftKey
 from evalnb.review._index import (
     LABEL_FIELDS,
@@ -47,6 +48,7 @@ from evalnb.review._index import (
     SampleKey,
     verdict_word,
 )
+from evalnb.review._live import LiveNumber, live_number
 from evalnb.review._queue import QUEUE_COLUMNS, Queue, SampleView, where_columns
 from evalnb.store import UNREVIEWED, VERDICTS
 
@@ -96,6 +98,11 @@ class ReviewState:
         b: str | None = None,
         start: SampleKey | None = None,
         advance: bool = True,
+        design: str | ReviewDesign | None = None,
+        seed: int = 0,
+        by: str = "case",
+        allocation: str = "proportional",
+        floor: float = 0.1,
     ):
         if not isinstance(annotator, str) or not annotator.strip():
             raise ArgumentError(
@@ -120,7 +127,21 @@ class ReviewState:
             columns += [c for c in where_columns() if c not in columns]
         # One read of every column used: all positions below refer to this snapshot.
         self.index = SampleIndex(self.run, columns, annotator=self.annotator)
-        self.queue = Queue(self.index, where, self.pair)
+        self.queue = Queue(
+            self.index,
+            where,
+            self.pair,
+            _design(
+                design,
+                self.pair,
+                seed=seed,
+                by=by,
+                allocation=allocation,
+                check=self.check,
+                floor=floor,
+            ),
+        )
+        self.design = self.queue.design
         self.index.outcome(self.check)  # an unknown check is refused here, not at a filter
         self._positions = self.queue.positions
         self._books = {
@@ -176,6 +197,12 @@ class ReviewState:
                 return
         first = self._find_unreviewed(0)
         self._move(0 if first is None else first)
+
+    def live(self) -> LiveNumber:
+        """The human pass rate per variant from this annotator's verdicts so far, with its
+        interval (PPI where the run has a judge), and the labels a narrower one needs
+        (:mod:`evalnb.review._live`)."""
+        return live_number(self.queue)
 
     @property
     def count(self) -> int:
@@ -461,7 +488,7 @@ class ReviewState:
     def _save(self, row: int, verdict: str, reason: str) -> SampleKey:
         key = self.index.key(row)
         judged = self.index.verdict[row] != _NONE
-        saved = self.index.save(row, verdict, reason)
+        saved = self.index.save(row, verdict, reason, self.queue.design_of(row))
         self._counted(row, judged)
         self._book(row).put(self._draft_key(row), None)
         for peer in list(self._peers):
@@ -486,6 +513,20 @@ class ReviewState:
             self._counted(row, judged)
         for callback in list(self.on_change):
             callback()
+
+
+def _design(
+    design: str | ReviewDesign | None, pair: tuple[str, str] | None, **options: Any
+) -> ReviewDesign:
+    """The review's design: ``design`` by name with ``options``, or as given; None is
+    ``random``, or ``queue`` for a side-by-side review."""
+    if isinstance(design, ReviewDesign):
+        return design
+    if design is None:
+        design = "queue" if pair is not None else "random"
+    if not isinstance(design, str):
+        raise TypeError(f"'design' must be a design name or a ReviewDesign; got {design!r}")
+    return ReviewDesign(design, **options)
 
 
 def _pair(a: str | None, b: str | None) -> tuple[str, str] | None:

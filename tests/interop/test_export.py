@@ -69,7 +69,7 @@ def test_eee_records_validate_against_the_every_eval_ever_schema(run_dir, tmp_pa
 def _verdicts(run_dir: Path) -> None:
     from evalnb.review._state import ReviewState
 
-    panel = ReviewState(run_dir, "ana")
+    panel = ReviewState(run_dir, "ana", design="queue")
     panel.record("pass")
     panel.next()
     panel.record("fail")

@@ -268,7 +268,7 @@ def test_review_in_jupyterlab_by_keys_and_clicks(tmp_path: Path) -> None:
     write_notebook(
         root / "review.ipynb",
         "import evalnb\nprint(evalnb.__file__)",
-        "panel = evalnb.annotate('run', annotator='browser')\npanel",
+        "panel = evalnb.annotate('run', annotator='browser', design='queue')\npanel",
     )
     dialogs: list[str] = []
     with jupyter_lab(root) as lab, sync_playwright() as playwright:
