@@ -35,6 +35,7 @@ from .analysis import load as load
 from .analysis import power as power
 from .analysis import ppi_compare as ppi_compare
 from .analysis import ppi_rate as ppi_rate
+from .analysis import preferences as preferences
 from .analysis import race as race
 from .analysis import rates as rates
 from .analysis import scores as scores

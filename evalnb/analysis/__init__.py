@@ -24,6 +24,7 @@ from evalnb.analysis._history import history
 from evalnb.analysis._latency import latency
 from evalnb.analysis._power import power
 from evalnb.analysis._ppi import ppi_compare, ppi_rate
+from evalnb.analysis._preference import preferences
 from evalnb.analysis._race import Best, race
 from evalnb.analysis._rates import proportion_interval, rates
 from evalnb.analysis._runs import compare_runs
@@ -58,6 +59,7 @@ __all__ = [
     "power",
     "ppi_compare",
     "ppi_rate",
+    "preferences",
     "proportion_interval",
     "race",
     "rates",

@@ -8,17 +8,25 @@ or a test can drive with no widget at all. :mod:`evalnb.review._render` writes t
 Under it, and under the explorer, is one :class:`SampleIndex` (:mod:`evalnb.review._index`):
 a run's samples with their key codes, the outcome of each check, an annotator's latest
 verdicts, the filters (:class:`SampleFilters`) and the word search.
+
+``annotate(run, annotator, compare=("v1", "v2"), ask="preference")`` is a pairwise review
+instead: :class:`PreferenceState` (:mod:`evalnb.review._prefer`) drawn by
+:class:`PreferencePanel` (:mod:`evalnb.review._prefer_panel`).
 """
 
 from __future__ import annotations
 
 from evalnb.review._index import SampleFilters, SampleIndex, SampleKey
 from evalnb.review._panel import Annotator, annotate
+from evalnb.review._prefer import PreferenceState
+from evalnb.review._prefer_panel import PreferencePanel
 from evalnb.review._search import SearchError
 from evalnb.review._state import ReviewState
 
 __all__ = [
     "Annotator",
+    "PreferencePanel",
+    "PreferenceState",
     "ReviewState",
     "SampleFilters",
     "SampleIndex",

@@ -21,11 +21,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from evalnb._exceptions import ArgumentError
 from evalnb.analysis._frames import Run
 from evalnb.analysis._tally import ALL
 from evalnb.review import _render as render
 from evalnb.review._index import SampleFilters, SampleKey
 from evalnb.review._keys import KeyCapture
+from evalnb.review._prefer_panel import PreferencePanel
 from evalnb.review._state import LIST_SORTS, ReviewState
 
 __all__ = ["KEYS", "Annotator", "annotate"]
@@ -72,7 +74,11 @@ def annotate(
     b: str | None = None,
     start: SampleKey | None = None,
     advance: bool = True,
-) -> Annotator:
+    compare: tuple[str, str] | None = None,
+    ask: str | None = None,
+    design: str | None = None,
+    seed: int = 0,
+) -> Annotator | PreferencePanel:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
 
     The options shared with :func:`evalnb.explore` have its names and order: ``run``,
@@ -101,12 +107,63 @@ def annotate(
     unreviewed, ``e`` to type in the reason box, ``l`` to open or close the sample list
     (its search box takes the keys). Escape leaves the reason box or the list.
 
+    ``compare=("v1", "v2"), ask="preference"`` (``ask`` defaults to it with ``compare``) is a
+    pairwise review instead (:class:`~evalnb.review._prefer_panel.PreferencePanel`): both
+    variants' answers to one case and repeat side by side, their sides drawn at random per
+    pair from ``seed`` and the variants hidden, with keys ``1`` (answer 1, the left one,
+    better), ``2`` (answer 2 better), ``t`` tie, ``x`` both bad, ``z`` undo, ``j``/``k``,
+    ``u`` next undecided, ``e`` reason; each choice is saved at once as one part
+    (:class:`evalnb.store.PreferenceStore`), and :func:`evalnb.preferences` analyses them.
+    The pairs come in a seeded random order; ``design="queue"`` keeps case order.
+
     >>> panel = evalnb.annotate(run, annotator="ana")                 # doctest: +SKIP
     >>> panel                                                          # doctest: +SKIP
+    >>> evalnb.annotate(run, "ana", compare=("v1", "v2"), ask="preference")  # doctest: +SKIP
     """
+    if compare is not None or ask is not None:
+        return _pairwise(
+            run,
+            annotator,
+            compare,
+            ask,
+            design=design or "random",
+            seed=seed,
+            advance=advance,
+            a=a,
+            b=b,
+        )
+    if design is not None:
+        raise ArgumentError(f"'design' orders a preference review (compare=); got {design!r}")
     return Annotator(
         run, annotator, where=where, check=check, a=a, b=b, start=start, advance=advance
     )
+
+
+#: What a review asks of each item: a verdict on one sample, or which of two answers is better.
+ASKS = ("verdict", "preference")
+
+
+def _pairwise(
+    run: Run | str | os.PathLike[str],
+    annotator: str,
+    compare: Any,
+    ask: str | None,
+    **options: Any,
+) -> PreferencePanel:
+    """The pairwise panel for ``annotate(..., compare=, ask="preference")``."""
+    ask = "preference" if ask is None else ask
+    if ask not in ASKS:
+        raise ArgumentError(f"'ask' must be one of {', '.join(map(repr, ASKS))}; got {ask!r}")
+    if ask == "verdict" or compare is None:
+        raise ArgumentError(
+            "'ask=\"preference\"' needs compare=(a, b), the two variants; a verdict review of "
+            f"two variants side by side takes a= and b=; got compare={compare!r}, ask={ask!r}"
+        )
+    if options.pop("a") is not None or options.pop("b") is not None:
+        raise ArgumentError(
+            "'compare' names the two variants of a preference review; drop a= and b="
+        )
+    return PreferencePanel(run, annotator, compare=compare, **options)
 
 
 class Annotator(widgets.VBox):
