@@ -35,6 +35,7 @@ from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._exact import MAX_EXACT, sign_flip_p
 from evalnb.analysis._frames import KEY, Run, load
+from evalnb.analysis._raters import ALPHA_COLUMNS, rater_line, with_alpha
 from evalnb.analysis._rates import proportion_interval
 from evalnb.analysis._tally import OutcomeCode, case_field, check_outcomes, sample_positions
 from evalnb.store import VERDICTS, latest_verdicts
@@ -114,6 +115,10 @@ class Calibration:
         lines = [_annotator_line(row) for row in self.summary.to_dict("records")]
         if not lines:
             lines = ["<div>no reviewed sample has this check's outcome: nothing to compare</div>"]
+        lines += [
+            f"<div>{html.escape(rater_line(row))}</div>"
+            for row in self.annotators.to_dict("records")
+        ]
         tables = [("check vs human verdicts", self.summary)]
         if not self.annotators.empty:
             tables.append(("agreement between annotators", self.annotators))
@@ -204,7 +209,10 @@ def calibrate(
         ``where=`` to :func:`evalnb.annotate` to look at them again. ``annotators``
         compares the people: Cohen's kappa per pair (with interval, over cases as above)
         and, for three or more, Fleiss' kappa on samples all of them judged (no
-        interval: statsmodels gives none).
+        interval: statsmodels gives none); beside each, Krippendorff's alpha (nominal)
+        over every sample at least two of them judged, with its jackknife interval over
+        cases (``alpha``, ``alpha_low``, ``alpha_high``, ``alpha_cases``,
+        ``alpha_method``; :mod:`evalnb.analysis._raters`).
 
     >>> result = evalnb.calibrate(run, check="judge")     # doctest: +SKIP
     >>> result.summary[["annotator", "kappa", "kappa_low", "kappa_high"]]  # doctest: +SKIP
@@ -482,7 +490,7 @@ def kappa_interval(table: np.ndarray, level: float = 0.95) -> tuple[float, float
 
 def _between_annotators(pairs: pd.DataFrame, annotators: list[str], level: float) -> pd.DataFrame:
     if len(annotators) < 2:
-        return pd.DataFrame(columns=ANNOTATOR_COLUMNS)
+        return pd.DataFrame(columns=[*ANNOTATOR_COLUMNS, *ALPHA_COLUMNS])
     sample = [c for c in KEY if c in pairs.columns]
     if not sample:
         raise ArgumentError(
@@ -499,7 +507,8 @@ def _between_annotators(pairs: pd.DataFrame, annotators: list[str], level: float
     ]
     if len(annotators) > 2:
         rows.append(_agreement_row(wide, units, "fleiss", level))
-    return pd.DataFrame(rows, columns=ANNOTATOR_COLUMNS)
+    # Krippendorff's alpha beside each kappa (evalnb.analysis._raters).
+    return with_alpha(pd.DataFrame(rows, columns=ANNOTATOR_COLUMNS), wide, units, level)
 
 
 def _agreement_row(
