@@ -65,6 +65,8 @@ from .report import report_markdown as report_markdown
 from .report import report_text as report_text
 from .review import Annotator as Annotator
 from .review import annotate as annotate
+from .review import assign_review as assign_review
+from .review import review_assignment as review_assignment
 from .runner import RunInterrupted as RunInterrupted
 from .runner import RunResult as RunResult
 from .runner import arun as arun

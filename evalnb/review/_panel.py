@@ -22,9 +22,10 @@ from typing import Any
 import ipywidgets as widgets
 
 from evalnb._exceptions import ArgumentError
-from evalnb.analysis._frames import Run
+from evalnb.analysis._frames import Run, load
 from evalnb.analysis._tally import ALL
 from evalnb.review import _render as render
+from evalnb.review._assign import assigned_samples, describe
 from evalnb.review._index import SampleFilters, SampleKey
 from evalnb.review._keys import KeyCapture
 from evalnb.review._prefer_panel import PreferencePanel
@@ -101,6 +102,10 @@ def annotate(
     button opens a searchable, sortable list of the selected samples (case, variant,
     status, checks, verdict); choosing one jumps to it.
 
+    When :func:`evalnb.assign_review` has dealt the run's samples to several reviewers and
+    ``where`` is not given, ``annotator`` reviews only their own samples (their share and
+    the overlap), and the progress counts them: "12 of 60 of your samples reviewed".
+
     Keys (:data:`KEYS`) work while the pointer is over the panel, or after a click in
     it: ``p`` pass, ``f`` fail, ``r`` needs review, ``s`` skip, ``z`` undo (a first
     verdict too: the sample is unreviewed again), ``j``/``k`` next/previous, ``u`` next
@@ -134,9 +139,25 @@ def annotate(
         )
     if design is not None:
         raise ArgumentError(f"'design' orders a preference review (compare=); got {design!r}")
-    return Annotator(
-        run, annotator, where=where, check=check, a=a, b=b, start=start, advance=advance
+    run = run if isinstance(run, Run) else load(run)
+    # A reviewer named in the run's assignment (evalnb.assign_review) walks their own samples.
+    mine = (
+        assigned_samples(run, annotator) if where is None and isinstance(annotator, str) else None
     )
+    panel = Annotator(
+        run,
+        annotator,
+        where=where if mine is None else mine,
+        check=check,
+        a=a,
+        b=b,
+        start=start,
+        advance=advance,
+    )
+    if mine is not None:
+        panel.assignment = describe(run)
+        panel._render_progress()
+    return panel
 
 
 #: What a review asks of each item: a verdict on one sample, or which of two answers is better.
@@ -181,6 +202,10 @@ class Annotator(widgets.VBox):
     :class:`~evalnb.review._keys.KeyCapture`; :meth:`press` does what a key does).
     ``state`` is the :class:`~evalnb.review._state.ReviewState` it draws.
     """
+
+    #: The assignment this reviewer's samples come from (:func:`evalnb.assign_review`: its
+    #: reviewers, overlap, shares and seed); empty when the review is of every sample.
+    assignment: dict[str, Any] = {}
 
     def __init__(self, run: Run | str | os.PathLike[str], annotator: str, **options: Any):
         self.state = ReviewState(run, annotator, **options)
@@ -478,7 +503,9 @@ class Annotator(widgets.VBox):
         state = self.state
         self.progress.max = max(state.count, 1)
         self.progress.value = state.reviewed
-        self.progress_label.value = render.progress(state.reviewed, state.count, state.at)
+        self.progress_label.value = render.progress(
+            state.reviewed, state.count, state.at, yours=bool(self.assignment)
+        )
 
     def _render_verdict(self) -> None:
         state = self.state
