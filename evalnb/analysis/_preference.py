@@ -28,7 +28,7 @@ from evalnb.analysis._frames import Run, load
 from evalnb.analysis._story import Story, p_text
 from evalnb.store import latest_preferences
 
-__all__ = ["PREFERENCE_COLUMNS", "preference_story", "preferences"]
+__all__ = ["PREFERENCE_COLUMNS", "compared_pairs", "preference_story", "preferences"]
 
 METHOD = "sign test over cases (exact binomial, scipy binomtest)"
 INTERVAL_METHOD = "t across cases"
@@ -108,6 +108,16 @@ def preferences(
     chosen = _choices(run, a, b, annotator)
     row = _row(chosen, a, b, float(level))
     return display.result(pd.DataFrame([row], columns=PREFERENCE_COLUMNS), _summary)
+
+
+def compared_pairs(run: Run) -> list[tuple[str, str]]:
+    """The pairs of variants with saved preferences, each once, in the order first asked
+    (``(a, b)`` as the reviewer's ``compare=`` named them)."""
+    saved = latest_preferences(list(run.paths.values()))
+    pairs: dict[frozenset[str], tuple[str, str]] = {}
+    for a, b in zip(saved["a"], saved["b"], strict=True):
+        pairs.setdefault(frozenset((a, b)), (str(a), str(b)))
+    return list(pairs.values())
 
 
 def _choices(run: Run, a: str, b: str, annotator: str | None) -> pd.DataFrame:
