@@ -391,7 +391,11 @@ def ppi_table(experiments: int, seed: int) -> pd.DataFrame:
         for repeats in (1, 5):
             for reviewed in (0.1, 0.3):
                 rng = np.random.default_rng([seed, cases, repeats, int(reviewed * 10)])
-                out = ppi_rate(judged(rng, experiments, cases, repeats, reviewed), by="experiment")
+                out = ppi_rate(
+                    judged(rng, experiments, cases, repeats, reviewed),
+                    by="experiment",
+                    design="random",
+                )
                 out = out[np.isfinite(out["low"])]
                 covered = (out["low"] <= truth) & (truth <= out["high"])
                 human = (out["human_only_low"] <= truth) & (truth <= out["human_only_high"])
@@ -601,7 +605,7 @@ def ppi_labels_table(experiments: int, seed: int) -> pd.DataFrame:
         frame = judged(rng, experiments, cases, repeats, 1.0)
         seen = np.argsort(rng.random((experiments, cases * repeats)), axis=1) < labels
         frame.loc[~seen.ravel(), "verdict"] = None
-        out = ppi_rate(frame, by="experiment")
+        out = ppi_rate(frame, by="experiment", design="random")
         out = out[np.isfinite(out["low"])]
         covered = ((out["low"] <= 0.6) & (out["high"] >= 0.6)).mean()
         rows.append(
@@ -656,7 +660,7 @@ def ppi_few_labels_table(experiments: int, seed: int) -> pd.DataFrame:
                     key = [seed, 39, int(rate * 100), len(mode), int(error * 10), labels]
                     rng = np.random.default_rng(key)
                     frame = one_way_judged(rng, experiments, rate, mode, error, labels)
-                    out = ppi_rate(frame, by="experiment")
+                    out = ppi_rate(frame, by="experiment", design="random")
                     shown = np.isfinite(out["low"])
                     covered = (out["low"] <= rate) & (rate <= out["high"])
                     rows.append(

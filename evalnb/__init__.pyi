@@ -64,6 +64,7 @@ from .report import report_html as report_html
 from .report import report_markdown as report_markdown
 from .report import report_text as report_text
 from .review import Annotator as Annotator
+from .review import ReviewDesign as ReviewDesign
 from .review import annotate as annotate
 from .review import assign_review as assign_review
 from .review import review_assignment as review_assignment

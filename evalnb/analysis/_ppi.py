@@ -16,9 +16,15 @@ groups (or than all groups, if fewer): the correction rests on the reviewed ones
 with a handful of them the interval must say so. With every sample reviewed it is the
 suite rate of the verdicts; with a perfect judge, the suite rate of the judge.
 
-It is valid when the reviewed samples are a random subset of the samples (every sample
-equally likely to be reviewed, say a random queue); reviewing the judge's disagreements
-first, or the hard cases, biases it.
+It is valid when the reviewed samples are a probability sample of the samples, and it
+reads how they were chosen from the verdicts (:mod:`evalnb.review._design`): each reviewed
+sample weighs ``1 / pi`` in the correction, ``pi`` its inclusion probability in the prefix
+of the review's order that was labelled (the inverse-probability, augmented form of
+Zrnic & Candès 2024, "Active statistical inference"; a Hájek ratio per case, so a random
+review weighs every label alike). Verdicts taken in queue order, in a review narrowed with
+``where=``, or with no design recorded are not such a sample: the result then describes the
+reviewed samples only, says so in ``note``, and gives no interval. Reviewing the judge's
+disagreements first, or the hard cases, without a design would bias it.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from evalnb.analysis import _args
 from evalnb.analysis._cluster import group_ids
 from evalnb.analysis._compare import A_BETTER, B_BETTER, CANT_TELL
 from evalnb.analysis._frames import KEY, Run, load
+from evalnb.analysis._sampling import POPULATION, REVIEWED, DesignRead, read_design
 from evalnb.analysis._tally import (
     OutcomeCode,
     case_field,
@@ -43,7 +50,7 @@ from evalnb.analysis._tally import (
     require_cases,
     sample_positions,
 )
-from evalnb.store import SAMPLES_SCHEMA, VERDICTS, latest_verdicts
+from evalnb.store import DESIGN_COLUMNS, SAMPLES_SCHEMA, VERDICTS, latest_verdicts
 
 __all__ = ["ppi_compare", "ppi_rate"]
 
@@ -65,6 +72,7 @@ def ppi_rate(
     *,
     check: str = "judge",
     annotator: str | Sequence[str] | None = None,
+    design: str | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
     """The human pass rate per ``by`` group, from the ``check`` (a judge) corrected by the
@@ -76,6 +84,15 @@ def ppi_rate(
     is a check name or type, as in :func:`evalnb.calibrate`. A sample several people
     reviewed counts as the share of them who passed it (``annotator`` picks whose verdicts
     count); ``needs_review`` is no verdict. Samples the check left unscored are left out.
+
+    How the reviewed samples were chosen is read from the verdicts (the design the review
+    panel stores, :func:`evalnb.annotate`; a frame may carry the same columns,
+    :data:`evalnb.store.DESIGN_COLUMNS`): a random, stratified or active review weighs each
+    label by its inclusion probability. Verdicts with no probability design (queue order,
+    a review narrowed with ``where=``, none recorded) describe the reviewed samples only:
+    ``scope`` says so, ``estimate`` is their human rate and there is no interval.
+    ``design="random"`` states that the reviewed rows of a frame without design columns are
+    a simple random sample of its rows.
 
     Returns:
         DataFrame, one row per ``by`` group, columns:
@@ -92,6 +109,9 @@ def ppi_rate(
         - ``human_only``, ``human_only_low``, ``human_only_high``: the mean per-case
           human rate over the reviewed cases alone, with its t interval: what the
           verdicts say without the judge;
+        - ``design``: the review's design (``random``, ``stratified``, ``active``, ``queue``,
+          ``none``); ``scope``: ``population`` (the interval speaks of every sample) or
+          ``reviewed samples`` (no interval: ``estimate`` is the reviewed samples' rate);
         - ``method``; ``note``: why a row has no interval, or empty.
 
     >>> evalnb.ppi_rate(run, check="judge")                  # doctest: +SKIP
@@ -103,7 +123,7 @@ def ppi_rate(
             f"'by' must not include 'case_id' or 'group': the rate is taken across cases; "
             f"got {by!r}"
         )
-    rows = _samples(data, check, by, annotator)
+    rows, read = _samples(data, check, by, annotator, design)
     per_case = _per_case(rows, by)
     ids, out = group_ids(per_case, by)
     size = len(out)
@@ -133,8 +153,24 @@ def ppi_rate(
     out["high"] = np.where(usable, np.clip(estimate + critical * se, 0, 1), np.nan)
     out["level"] = level
     out["human_only"], out["human_only_low"], out["human_only_high"] = human
+    out["design"] = read.design
+    out["scope"] = read.scope
     out["method"] = METHOD
     out["note"] = _notes(out)
+    return _scoped(out, read)
+
+
+def _scoped(out: pd.DataFrame, read: DesignRead) -> pd.DataFrame:
+    """Rows of verdicts that are no probability sample keep the reviewed samples' rate and
+    lose every interval; the design's own note joins each row's."""
+    if read.scope == REVIEWED:
+        out["estimate"] = out["human_only"]
+        blank = ["correction", "se", "low", "high", "human_only_low", "human_only_high"]
+        out[blank] = np.nan
+        out["method"] = "the reviewed samples' mean per-case human rate (no design: no interval)"
+        out["note"] = read.note
+    elif read.note:
+        out["note"] = [f"{n}; {read.note}" if n else read.note for n in out["note"]]
     return out
 
 
@@ -145,6 +181,7 @@ def ppi_compare(
     b: str | None = None,
     check: str = "judge",
     annotator: str | Sequence[str] | None = None,
+    design: str | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
     """Is variant ``b`` better than ``a`` by the human pass rate, estimated with PPI?
@@ -152,19 +189,21 @@ def ppi_compare(
     The difference of the two prediction-powered estimates (:func:`ppi_rate`) on the cases
     both variants ran, with the standard error from the per-case difference of their
     influences (so the pairing of cases counts, as in :func:`evalnb.compare`), a t
-    interval on ``G - 1`` degrees of freedom and the verdict at ``1 - level``.
+    interval on ``G - 1`` degrees of freedom and the verdict at ``1 - level``. The verdicts'
+    design is read as in :func:`ppi_rate`: without a probability design the difference
+    describes the reviewed samples only, with no interval and no verdict.
 
     Returns:
         DataFrame, one row, columns: ``a``, ``b``, ``check``, ``cases``, ``groups``,
         ``reviewed_a``, ``reviewed_b`` (reviewed samples per side), ``rate_a``,
         ``rate_b`` (the PPI estimates), ``diff`` (B - A), ``se``, ``df`` (the groups
         reviewed on both sides, less one, at most), ``low``, ``high``, ``level``,
-        ``p_value``, ``verdict``, ``method``, ``note``.
+        ``p_value``, ``verdict``, ``design``, ``scope``, ``method``, ``note``.
 
     >>> evalnb.ppi_compare(run, a="baseline", b="revised")  # doctest: +SKIP
     """
     level = _args.level(level)
-    rows = _samples(data, check, ["variant"], annotator)
+    rows, read = _samples(data, check, ["variant"], annotator, design)
     values = [str(v) for v in pd.unique(rows["variant"].astype(object))]
     a, b = _args.pair(a, b, values)
     per_case = _per_case(rows, ["variant"])
@@ -193,12 +232,21 @@ def ppi_compare(
     alpha = 1 - level
     se_value, df_value = float(se[0]), float(df[0])
     usable = np.isfinite(se_value) and se_value > _ZERO and df_value >= 1
+    usable = usable and read.scope == POPULATION
     critical = float(stats.t.ppf(1 - alpha / 2, max(df_value, 1)))
     p_value = 2 * float(stats.t.sf(abs(diff / se_value), max(df_value, 1))) if usable else np.nan
     significant = usable and p_value < alpha
     verdict = (B_BETTER if diff > 0 else A_BETTER) if significant else CANT_TELL
     reviewed = per_case.groupby(ids)["reviewed"].sum()
     note = "" if usable else "no standard error (too few cases or reviews): no verdict"
+    method = "difference of " + METHOD.replace("(PPI)", "(PPI) estimates")
+    if read.scope == REVIEWED:
+        human = _human_only(per_case, ids, 2, level)[0]
+        diff, se_value, note = float(human[1] - human[0]), np.nan, read.note
+        parts["estimate"] = human
+        method = "difference of the reviewed samples' mean per-case human rates (no interval)"
+    elif read.note:
+        note = f"{note}; {read.note}" if note else read.note
     return pd.DataFrame(
         [
             {
@@ -219,7 +267,9 @@ def ppi_compare(
                 "level": level,
                 "p_value": p_value,
                 "verdict": verdict,
-                "method": "difference of " + METHOD.replace("(PPI)", "(PPI) estimates"),
+                "design": read.design,
+                "scope": read.scope,
+                "method": method,
                 "note": note,
             }
         ]
@@ -232,15 +282,16 @@ def ppi_compare(
 def _influence(per_case: pd.DataFrame, ids: np.ndarray, size: int) -> dict[str, np.ndarray]:
     """Estimate per id, and each case's influence on it (the linearised estimator).
 
-    Per case ``c``: ``a_c`` the check's rate over its samples, ``m_c`` the share of them
-    reviewed, ``d_c`` the sum of (check - human) over the reviewed ones divided by its
-    samples. The estimate is ``mean(a) - sum(d) / sum(m)``; case ``c``'s influence is
+    Per case ``c``: ``a_c`` the check's rate over its samples, ``m_c`` the reviewed ones,
+    each weighing ``1 / pi`` (its design's inclusion probability; 1 for a random review),
+    divided by its samples, ``d_c`` the weighted sum of (check - human) over them divided by
+    its samples. The estimate is ``mean(a) - sum(d) / sum(m)``; case ``c``'s influence is
     ``(a_c - mean(a)) - (d_c - R m_c) / mean(m)`` with ``R = sum(d) / sum(m)``.
     """
     samples = per_case["samples"].to_numpy(float)
     a = per_case["judge"].to_numpy(float) / samples
-    m = per_case["reviewed"].to_numpy(float) / samples
-    d = per_case["gap"].to_numpy(float) / samples
+    m = per_case["weighed"].to_numpy(float) / samples
+    d = per_case["weighed_gap"].to_numpy(float) / samples
     cases = np.bincount(ids, minlength=size).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_a = np.bincount(ids, weights=a, minlength=size) / cases
@@ -313,9 +364,9 @@ def _human_only(
     per_case: pd.DataFrame, ids: np.ndarray, size: int, level: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean per-case human rate over reviewed cases, with a t interval across them."""
-    reviewed = per_case["reviewed"].to_numpy(float)
+    reviewed = per_case["weighed"].to_numpy(float)
     keep = reviewed > 0
-    rate = per_case["human"].to_numpy(float)[keep] / reviewed[keep]
+    rate = per_case["weighed_human"].to_numpy(float)[keep] / reviewed[keep]
     kept = ids[keep]
     count = np.bincount(kept, minlength=size).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -357,13 +408,20 @@ def _notes(out: pd.DataFrame) -> list[str]:
 
 def _per_case(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Per (by, case): samples, the check's passes, reviewed samples, human passes among
-    them, the summed gap (check - human) on them, and the case's cluster unit."""
+    them, the summed gap (check - human) on them, the same three weighed by ``1 / pi``
+    (``weighed``, ``weighed_human``, ``weighed_gap``), and the case's cluster unit."""
+    reviewed = rows["human"].notna()
     rows = rows.assign(
-        reviewed=rows["human"].notna().astype(float),
+        reviewed=reviewed.astype(float),
         gap=(rows["judge"] - rows["human"]).fillna(0.0),
         human=rows["human"].fillna(0.0),
+        weighed=rows["weight"].where(reviewed, 0.0).fillna(0.0),
     )
-    rows = rows.assign(disagree=rows["gap"].abs())
+    rows = rows.assign(
+        disagree=rows["gap"].abs(),
+        weighed_gap=rows["gap"] * rows["weighed"],
+        weighed_human=rows["human"] * rows["weighed"],
+    )
     grouped = rows.groupby([*by, "case_id"], observed=True, sort=True, dropna=False)
     out = grouped.agg(
         samples=("judge", "size"),
@@ -372,19 +430,35 @@ def _per_case(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         human=("human", "sum"),
         gap=("gap", "sum"),
         disagree=("disagree", "sum"),
+        weighed=("weighed", "sum"),
+        weighed_gap=("weighed_gap", "sum"),
+        weighed_human=("weighed_human", "sum"),
         unit=("unit", "first"),
     ).reset_index()
     return out
 
 
-def _samples(data: Any, check: str, by: list[str], annotator: Any) -> pd.DataFrame:
+def _samples(
+    data: Any, check: str, by: list[str], annotator: Any, design: str | None = None
+) -> tuple[pd.DataFrame, DesignRead]:
     """One row per scored sample: the ``by`` keys, ``case_id``, ``unit`` (its group),
-    ``judge`` (0/1) and ``human`` (share of verdicts that pass; NaN unreviewed)."""
+    ``judge`` (0/1), ``human`` (share of verdicts that pass; NaN unreviewed) and ``weight``
+    (``1 / pi`` of a reviewed sample); and the design the verdicts were taken under."""
     if not isinstance(check, str) or not check:
         raise TypeError(f"'check' must be a check name or type (a string); got {check!r}")
+    if design not in (None, "random"):
+        raise ArgumentError(
+            "'design' states how a frame's reviewed rows were chosen: None (read from its "
+            f"design columns) or 'random' (a simple random sample); got {design!r}"
+        )
     wanted = None if annotator is None else _args.names("annotator", annotator)
     if isinstance(data, pd.DataFrame):
-        return _frame_samples(data, by, wanted)
+        return _frame_samples(data, by, wanted, design)
+    if design is not None:
+        raise ArgumentError(
+            "'design' is for a frame; a run's verdicts carry the design they were taken "
+            f"under; got design={design!r}"
+        )
     run = data if isinstance(data, Run) else load(data)
     unknown = [c for c in by if c not in SAMPLES_SCHEMA.names]
     if unknown:
@@ -394,22 +468,30 @@ def _samples(data: Any, check: str, by: list[str], annotator: Any) -> pd.DataFra
         )
     codes, _ = check_outcomes(run, check)
     samples = run.table("samples", list(dict.fromkeys(["status", *by])))
-    verdicts = latest_verdicts(run.table("verdicts"))
-    verdicts = _pick(verdicts, wanted)
+    verdicts = _pick(latest_verdicts(run.table("verdicts")), wanted)
+    read = read_design(verdicts.reset_index(drop=True), len(samples))
+    verdicts = verdicts[read.weight > 0]
     position = sample_positions(samples, verdicts) if len(verdicts) else np.zeros(0, np.int64)
     human = _human_per_sample(verdicts["verdict"], position, len(samples))
+    weight = np.zeros(len(samples))
+    found = position >= 0
+    np.maximum.at(weight, position[found], read.weight[read.weight > 0][found])
     scored = codes <= OutcomeCode.PASS
     frame = samples.loc[scored, [c for c in dict.fromkeys(["run_id", "case_id", *by])]]
     frame = frame.assign(
-        judge=(codes[scored] == OutcomeCode.PASS).astype(float), human=human[scored]
+        judge=(codes[scored] == OutcomeCode.PASS).astype(float),
+        human=human[scored],
+        weight=weight[scored],
     )
     frame["unit"] = case_field(run, frame, "group") if len(frame) else []
     for column in [*by, "case_id"]:
         frame[column] = frame[column].astype(object)
-    return frame.reset_index(drop=True)
+    return frame.reset_index(drop=True), read
 
 
-def _frame_samples(frame: pd.DataFrame, by: list[str], wanted: Any) -> pd.DataFrame:
+def _frame_samples(
+    frame: pd.DataFrame, by: list[str], wanted: Any, design: str | None
+) -> tuple[pd.DataFrame, DesignRead]:
     missing = [c for c in ("outcome", "verdict", *by) if c not in frame.columns]
     if missing:
         raise ArgumentError(
@@ -422,20 +504,25 @@ def _frame_samples(frame: pd.DataFrame, by: list[str], wanted: Any) -> pd.DataFr
         raise ArgumentError(
             f"'verdict' values must be one of {', '.join(map(repr, VERDICTS))}; got {bad!r}"
         )
-    rows = frame
+    rows = frame.reset_index(drop=True)
+    key = [c for c in KEY if c in frame.columns]
     if "annotator" in frame.columns:
-        rows = _pick(frame, wanted)
-        key = [c for c in KEY if c in frame.columns]
+        rows = _pick(rows, wanted).reset_index(drop=True)
         if not {"case_id", "repeat"} <= set(key):
             raise ArgumentError(
                 "a frame with an 'annotator' column needs the sample key columns "
                 f"({', '.join(KEY)}) to put each sample's verdicts together"
             )
+        population = len(frame.drop_duplicates(key))
+    else:
+        population = len(frame)
+    rows, read = _frame_design(rows, population, design)
+    if "annotator" in frame.columns:
         rows = rows.assign(_pass=_pass_share(rows["verdict"]))
         grouped = rows.groupby(key, observed=True, sort=False, dropna=False)
-        human = grouped["_pass"].mean()
-        first = grouped.first().drop(columns=["_pass", "verdict", "annotator"])
-        rows = first.assign(_human=human).reset_index()
+        human, weight = grouped["_pass"].mean(), grouped["_weight"].max()
+        first = grouped.first().drop(columns=["_pass", "_weight", "verdict", "annotator"])
+        rows = first.assign(_human=human, _weight=weight).reset_index()
     else:
         rows = rows.assign(_human=_pass_share(rows["verdict"]))
     outcome = rows["outcome"].astype("boolean")
@@ -445,8 +532,26 @@ def _frame_samples(frame: pd.DataFrame, by: list[str], wanted: Any) -> pd.DataFr
     out["case_id"] = rows["case_id"].astype(object).to_numpy()
     out["judge"] = rows["outcome"].astype(bool).to_numpy(dtype=float)
     out["human"] = rows["_human"].to_numpy(dtype=float)
+    out["weight"] = rows["_weight"].to_numpy(dtype=float)
     out["unit"] = rows[unit].astype(object).to_numpy()
-    return out
+    return out, read
+
+
+def _frame_design(
+    rows: pd.DataFrame, population: int, design: str | None
+) -> tuple[pd.DataFrame, DesignRead]:
+    """A frame's rows with ``_weight`` (``1 / pi`` of a reviewed row), those beyond its
+    design's prefix unreviewed; and its design: its design columns, else ``design``."""
+    reviewed = rows["verdict"].notna().to_numpy()
+    if design == "random" and "design" not in rows.columns:
+        read = DesignRead("random", POPULATION, np.ones(int(reviewed.sum())), 0, "")
+    else:
+        have = [c for c in DESIGN_COLUMNS if c in rows.columns]
+        read = read_design(rows.loc[reviewed, have].reset_index(drop=True), population)
+    weight = np.zeros(len(rows))
+    weight[reviewed] = read.weight
+    verdict = rows["verdict"].astype(object).where(weight > 0)
+    return rows.assign(verdict=verdict, _weight=weight), read
 
 
 def _pick(verdicts: pd.DataFrame, wanted: list[str] | None) -> pd.DataFrame:

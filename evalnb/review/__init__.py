@@ -3,7 +3,9 @@
 :func:`annotate` opens the panel (:mod:`evalnb.review._panel`, ipywidgets); it draws a
 :class:`ReviewState` (:mod:`evalnb.review._state`), which keeps the queue of samples, the
 filters, the place, the reason being typed and the verdicts saved, and which a script
-or a test can drive with no widget at all. :mod:`evalnb.review._render` writes the HTML.
+or a test can drive with no widget at all. A :class:`ReviewDesign`
+(:mod:`evalnb.review._design`) sets the order, so that the verdicts so far are a
+probability sample of the run. :mod:`evalnb.review._render` writes the HTML.
 
 Under it, and under the explorer, is one :class:`SampleIndex` (:mod:`evalnb.review._index`):
 a run's samples with their key codes, the outcome of each check, an annotator's latest
@@ -19,6 +21,7 @@ they all review; each reviewer's panel then walks their own samples.
 from __future__ import annotations
 
 from evalnb.review._assign import assign_review, review_assignment
+from evalnb.review._design import ReviewDesign
 from evalnb.review._index import SampleFilters, SampleIndex, SampleKey
 from evalnb.review._panel import Annotator, annotate
 from evalnb.review._prefer import PreferenceState
@@ -30,6 +33,7 @@ __all__ = [
     "Annotator",
     "PreferencePanel",
     "PreferenceState",
+    "ReviewDesign",
     "ReviewState",
     "SampleFilters",
     "SampleIndex",

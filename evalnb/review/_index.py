@@ -310,10 +310,17 @@ class SampleIndex:
         if saved_at is not None:
             self._saved_at[position] = saved_at
 
-    def save(self, position: int, verdict: str, reason: str = "") -> dict[str, Any]:
+    def save(
+        self,
+        position: int,
+        verdict: str,
+        reason: str = "",
+        design: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Save ``annotator``'s ``verdict`` (or ``unreviewed``) on the sample at
-        ``position`` through the run's verdict store, then know it. Returns the row written;
-        when writing fails nothing changes here."""
+        ``position`` through the run's verdict store, with ``design`` (how the review chose
+        the sample: :data:`evalnb.store.DESIGN_COLUMNS`), then know it. Returns the row
+        written; when writing fails nothing changes here."""
         if self.annotator is None:
             raise ArgumentError("'annotator' is needed to save a verdict; got None")
         if not 0 <= position < len(self.samples):
@@ -334,6 +341,7 @@ class SampleIndex:
             annotator=self.annotator,
             verdict=verdict,
             reason=reason,
+            design=design,
         )
         self.note(position, verdict, row["reason"], row["created_at"], self.annotator)
         self.run.forget("verdicts")

@@ -26,6 +26,7 @@ from evalnb.analysis._frames import Run, load
 from evalnb.analysis._tally import ALL
 from evalnb.review import _render as render
 from evalnb.review._assign import assigned_samples, describe
+from evalnb.review._design import ReviewDesign
 from evalnb.review._index import SampleFilters, SampleKey
 from evalnb.review._keys import KeyCapture
 from evalnb.review._prefer_panel import PreferencePanel
@@ -75,10 +76,13 @@ def annotate(
     b: str | None = None,
     start: SampleKey | None = None,
     advance: bool = True,
+    design: str | ReviewDesign | None = None,
+    seed: int = 0,
+    by: str = "case",
+    allocation: str = "proportional",
+    floor: float = 0.1,
     compare: tuple[str, str] | None = None,
     ask: str | None = None,
-    design: str | None = None,
-    seed: int = 0,
 ) -> Annotator | PreferencePanel:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
 
@@ -112,6 +116,18 @@ def annotate(
     unreviewed, ``e`` to type in the reason box, ``l`` to open or close the sample list
     (its search box takes the keys). Escape leaves the reason box or the list.
 
+    ``design`` says which samples come first, so that the verdicts so far are a
+    probability sample of the run (:mod:`evalnb.review._design`): ``"random"`` (the
+    default; a random order from ``seed``), ``"stratified"`` (strata by ``by``: ``"case"``
+    or a check's outcome, shared out by ``allocation``: ``"proportional"`` or
+    ``"equal"``), ``"active"`` (what the ``check`` is unsure of first, no sample's size
+    below ``floor`` times the uniform one) or ``"queue"`` (run, case, variant, repeat: for
+    browsing; such verdicts describe the reviewed samples only). A side-by-side review
+    walks the pairs in queue order. Each verdict is saved with its design, seed and
+    inclusion probability, and :func:`evalnb.ppi_rate`, :func:`evalnb.calibrate` and
+    :func:`evalnb.rates` weight by them. The header shows the human pass rate so far with
+    its interval and how many more labels a narrower one needs (:func:`evalnb.review_plan`).
+
     ``compare=("v1", "v2"), ask="preference"`` (``ask`` defaults to it with ``compare``) is a
     pairwise review instead (:class:`~evalnb.review._prefer_panel.PreferencePanel`): both
     variants' answers to one case and repeat side by side, their sides drawn at random per
@@ -126,34 +142,23 @@ def annotate(
     >>> evalnb.annotate(run, "ana", compare=("v1", "v2"), ask="preference")  # doctest: +SKIP
     """
     if compare is not None or ask is not None:
-        return _pairwise(
-            run,
-            annotator,
-            compare,
-            ask,
-            design=design or "random",
-            seed=seed,
-            advance=advance,
-            a=a,
-            b=b,
-        )
-    if design is not None:
-        raise ArgumentError(f"'design' orders a preference review (compare=); got {design!r}")
+        pairwise = {"design": design or "random", "seed": seed, "advance": advance}
+        return _pairwise(run, annotator, compare, ask, a=a, b=b, **pairwise)
+    options = {"check": check, "a": a, "b": b, "start": start, "advance": advance}
+    designed = {"design": design, "seed": seed, "by": by, "allocation": allocation}
+    return _own_samples(run, annotator, where, floor=floor, **options, **designed)
+
+
+def _own_samples(
+    run: Run | str | os.PathLike[str], annotator: str, where: Any, **options: Any
+) -> Annotator:
+    """The verdict panel; a reviewer named in the run's assignment (:func:`assign_review`)
+    walks their own samples when no ``where`` narrows the review."""
     run = run if isinstance(run, Run) else load(run)
-    # A reviewer named in the run's assignment (evalnb.assign_review) walks their own samples.
     mine = (
         assigned_samples(run, annotator) if where is None and isinstance(annotator, str) else None
     )
-    panel = Annotator(
-        run,
-        annotator,
-        where=where if mine is None else mine,
-        check=check,
-        a=a,
-        b=b,
-        start=start,
-        advance=advance,
-    )
+    panel = Annotator(run, annotator, where=where if mine is None else mine, **options)
     if mine is not None:
         panel.assignment = describe(run)
         panel._render_progress()

@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 
 from evalnb._exceptions import ArgumentError
+from evalnb.analysis._sampling import Ordering
 from evalnb.analysis._tally import OutcomeCode
+from evalnb.review._design import ReviewDesign, order_queue, verdict_design
 from evalnb.review._index import SampleIndex, SampleKey
 from evalnb.store import SAMPLES_SCHEMA
 
@@ -43,37 +45,67 @@ class SampleView:
 
 
 class Queue:
-    """The samples of ``index`` that ``where`` keeps, sorted by run, case, variant, repeat.
+    """The samples of ``index`` that ``where`` keeps, in the order of ``design``
+    (:class:`~evalnb.review._design.ReviewDesign`; the default a seeded random order), or,
+    with the design ``queue``, sorted by run, case, variant, repeat.
 
     ``positions[i]`` is where the i-th queued sample sits in ``index.samples``; the
     outcomes, verdicts and filters are the index's, read at these positions.
+    :meth:`design_of` gives the design columns saved with a verdict on a sample.
 
     With ``pair=(a, b)`` only the samples of variants ``a`` and ``b`` are queued, sorted
     by run, case, repeat and then ``a`` before ``b``, so that the two samples of one case
     and repeat are neighbours; :meth:`partner` finds the other one.
     """
 
-    def __init__(self, index: SampleIndex, where: Any, pair: tuple[str, str] | None = None):
+    def __init__(
+        self,
+        index: SampleIndex,
+        where: Any,
+        pair: tuple[str, str] | None = None,
+        design: ReviewDesign | None = None,
+    ):
         self.index = index
         self.pair = pair
         samples = index.samples
         universe = _select(samples, where)
+        if design is None:
+            design = ReviewDesign("queue" if pair is not None else "random")
+        if pair is not None and design.name != "queue":
+            raise ArgumentError(
+                "a side-by-side review (a=, b=) walks the pairs in queue order: 'design' must "
+                f"be 'queue'; got {design.name!r}"
+            )
+        self.design = design
         if pair is None:
-            self.positions = index.order(universe, ("run_id", "case_id", "variant", "repeat"))
+            sorted_ = index.order(universe, ("run_id", "case_id", "variant", "repeat"))
+            self.ordering: Ordering = order_queue(index, sorted_, design)
+            self.positions = sorted_[self.ordering.order]
             self._partners: dict[int, int] = {}
         else:
             side = _sides(samples["variant"], pair)
             universe = universe[side[universe] >= 0]
             self.positions = index.order(universe, ("run_id", "case_id", "repeat", side))
+            self.ordering = order_queue(index, self.positions, design)
             codes = index.codes
             self._partners = _partners(
                 codes["run_id"], codes["case_id"], codes["variant"], index.repeat, self.positions
             )
+        self._rank: np.ndarray | None = None
         cases = index.run.cases
         self._review = {
             (str(r), str(c)): v
             for r, c, v in zip(cases["run_id"], cases["case_id"], cases["review"], strict=True)
         }
+
+    def design_of(self, row: int) -> dict[str, Any] | None:
+        """The design columns saved with a verdict on the sample at ``row`` of
+        ``samples`` (None when it is not queued)."""
+        if self._rank is None:
+            self._rank = np.full(len(self.index), -1, dtype=np.int64)
+            self._rank[self.positions] = np.arange(len(self.positions))
+        rank = int(self._rank[row])
+        return None if rank < 0 else verdict_design(self.ordering, rank)
 
     def partner(self, row: int) -> int | None:
         """With ``pair``: the row in ``samples`` of the other variant's sample of the same

@@ -39,6 +39,7 @@ import pandas as pd
 from evalnb._exceptions import ArgumentError
 from evalnb.analysis._frames import Run, load
 from evalnb.analysis._tally import ALL, OutcomeCode
+from evalnb.review._design import ReviewDesign
 from evalnb.review._drafts import DraftBook, DraftKey
 from evalnb.review._index import (
     LABEL_FIELDS,
@@ -96,6 +97,11 @@ class ReviewState:
         b: str | None = None,
         start: SampleKey | None = None,
         advance: bool = True,
+        design: str | ReviewDesign | None = None,
+        seed: int = 0,
+        by: str = "case",
+        allocation: str = "proportional",
+        floor: float = 0.1,
     ):
         if not isinstance(annotator, str) or not annotator.strip():
             raise ArgumentError(
@@ -120,7 +126,21 @@ class ReviewState:
             columns += [c for c in where_columns() if c not in columns]
         # One read of every column used: all positions below refer to this snapshot.
         self.index = SampleIndex(self.run, columns, annotator=self.annotator)
-        self.queue = Queue(self.index, where, self.pair)
+        self.queue = Queue(
+            self.index,
+            where,
+            self.pair,
+            _design(
+                design,
+                self.pair,
+                seed=seed,
+                by=by,
+                allocation=allocation,
+                check=self.check,
+                floor=floor,
+            ),
+        )
+        self.design = self.queue.design
         self.index.outcome(self.check)  # an unknown check is refused here, not at a filter
         self._positions = self.queue.positions
         self._books = {
@@ -461,7 +481,7 @@ class ReviewState:
     def _save(self, row: int, verdict: str, reason: str) -> SampleKey:
         key = self.index.key(row)
         judged = self.index.verdict[row] != _NONE
-        saved = self.index.save(row, verdict, reason)
+        saved = self.index.save(row, verdict, reason, self.queue.design_of(row))
         self._counted(row, judged)
         self._book(row).put(self._draft_key(row), None)
         for peer in list(self._peers):
@@ -486,6 +506,20 @@ class ReviewState:
             self._counted(row, judged)
         for callback in list(self.on_change):
             callback()
+
+
+def _design(
+    design: str | ReviewDesign | None, pair: tuple[str, str] | None, **options: Any
+) -> ReviewDesign:
+    """The review's design: ``design`` by name with ``options``, or as given; None is
+    ``random``, or ``queue`` for a side-by-side review."""
+    if isinstance(design, ReviewDesign):
+        return design
+    if design is None:
+        design = "queue" if pair is not None else "random"
+    if not isinstance(design, str):
+        raise TypeError(f"'design' must be a design name or a ReviewDesign; got {design!r}")
+    return ReviewDesign(design, **options)
 
 
 def _pair(a: str | None, b: str | None) -> tuple[str, str] | None:

@@ -61,6 +61,7 @@ from evalnb.store._rundir import (
 from evalnb.store._schema import (
     CASES_SCHEMA,
     CHECKS_SCHEMA,
+    DESIGN_COLUMNS,
     KEY,
     SAMPLES_SCHEMA,
     SCHEMA_VERSION,
@@ -122,6 +123,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "CASES_SCHEMA",
     "CHECKS_SCHEMA",
+    "DESIGN_COLUMNS",
     "IMPORTED",
     "KEY",
     "MANIFEST",

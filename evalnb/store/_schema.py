@@ -8,6 +8,7 @@ __all__ = [
     "ADDED_COLUMNS",
     "CASES_SCHEMA",
     "CHECKS_SCHEMA",
+    "DESIGN_COLUMNS",
     "KEY",
     "SAMPLES_SCHEMA",
     "SCHEMA_VERSION",
@@ -21,6 +22,8 @@ __all__ = [
 KEY = ["run_id", "case_id", "variant", "repeat"]
 #: Every verdict a person can give. ``needs_review`` is neither a pass nor a fail.
 VERDICTS = ("pass", "fail", "needs_review")
+#: The verdict columns that record a review's design (null in parts saved before them).
+DESIGN_COLUMNS = ["design", "seed", "rank", "population", "size", "threshold", "inclusion"]
 
 SCHEMA_VERSION = 1
 _META = {b"evalnb.schema_version": str(SCHEMA_VERSION).encode()}
@@ -108,7 +111,7 @@ SAMPLES_SCHEMA = pa.schema(
 
 #: Columns added after the table's first release: parts written before them lack them and
 #: read as null (they are never a sign of a damaged part).
-ADDED_COLUMNS = frozenset({"cached"})
+ADDED_COLUMNS = frozenset({"cached", *DESIGN_COLUMNS})
 
 CHECKS_SCHEMA = pa.schema(
     [
@@ -139,6 +142,33 @@ VERDICTS_SCHEMA = pa.schema(
         ),
         _field("reason", pa.string(), "The reviewer's short reason."),
         _field("created_at", _TS, "When the verdict was saved (UTC).", False),
+        _field(
+            "design",
+            pa.string(),
+            "How the review chose its samples: random, stratified, active or queue (the "
+            "panel's order); null when none was recorded (verdicts saved without one).",
+        ),
+        _field("seed", pa.int64(), "The seed of the design's random order."),
+        _field("rank", pa.int64(), "The sample's place in the design's order, 0-based."),
+        _field("population", pa.int64(), "How many samples the design ordered."),
+        _field(
+            "size",
+            pa.float64(),
+            "The sample's size in the design (sizes sum to 1; inclusion = min(1, threshold "
+            "x size)).",
+        ),
+        _field(
+            "threshold",
+            pa.float64(),
+            "The design's key of the next sample in its order: the threshold of the prefix "
+            "that ends at this sample (inf after the last).",
+        ),
+        _field(
+            "inclusion",
+            pa.float64(),
+            "The probability that the prefix of the design's order ending at this sample "
+            "includes it; null for queue order.",
+        ),
     ],
     metadata=_META,
 )

@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 from evalnb._exceptions import ArgumentError, StoreError
 from evalnb.store._lock import RunLock
 from evalnb.store._rundir import read_manifest, read_table, sample_keys
-from evalnb.store._schema import KEY, VERDICTS, VERDICTS_SCHEMA
+from evalnb.store._schema import DESIGN_COLUMNS, KEY, VERDICTS, VERDICTS_SCHEMA
 from evalnb.store._writer import RunWriter
 
 __all__ = [
@@ -108,14 +108,21 @@ class VerdictStore:
         annotator: str,
         verdict: str,
         reason: str | None = "",
+        design: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Write one verdict as its own part and return the row written.
 
         ``verdict`` is one of :data:`VERDICTS`, or :data:`UNREVIEWED` to take back the
-        annotator's verdict on the sample. The sample key is not looked up (the panel
-        knows its samples exist); use :func:`save_verdict` to have it checked.
+        annotator's verdict on the sample. ``design`` holds how the review chose the
+        sample (the columns :data:`~evalnb.store.DESIGN_COLUMNS`: ``design``, ``seed``,
+        ``rank``, ``population``, ``size``, ``threshold``, ``inclusion``); without it they
+        are null. The sample key is not looked up (the panel knows its samples exist); use
+        :func:`save_verdict` to have it checked.
         """
         _check_values(annotator, verdict, reason)
+        unknown = sorted(set(design or {}) - set(DESIGN_COLUMNS))
+        if unknown:
+            raise ArgumentError(f"'design' may hold {DESIGN_COLUMNS!r}; got also {unknown!r}")
         row = {
             "run_id": self.run_id,
             "case_id": str(case_id),
@@ -125,6 +132,7 @@ class VerdictStore:
             "verdict": verdict,
             "reason": reason or "",
             "created_at": self._now(),
+            **{c: (design or {}).get(c) for c in DESIGN_COLUMNS},
         }
         self._writer.write_verdicts(pa.Table.from_pylist([row], schema=VERDICTS_SCHEMA))
         return row
@@ -346,9 +354,11 @@ def save_verdicts(
     ``rows`` is a frame or a CSV file with ``case_id``, ``variant``, ``repeat`` and
     ``verdict`` (``pass``, ``fail``, ``needs_review``; ``unreviewed`` takes one back), and
     ``annotator`` unless given here for every row; ``reason``, ``run_id`` (needed when
-    ``run`` holds several runs) and ``created_at`` (else the time of saving, in row order)
-    are optional. Every row is checked first (a stored sample, a known verdict), then each
-    run's rows are written as one part. Returns the rows saved.
+    ``run`` holds several runs), ``created_at`` (else the time of saving, in row order)
+    and the design columns (:data:`~evalnb.store.DESIGN_COLUMNS`, how each sample came to
+    be reviewed, as the panel stores them; null when absent, and then the verdicts
+    describe the reviewed samples only) are optional. Every row is checked first (a stored
+    sample, a known verdict), then each run's rows are written as one part. Returns the rows saved.
 
     >>> evalnb.save_verdicts(run, "reviews.csv", annotator="ana")        # doctest: +SKIP
     """
@@ -401,6 +411,8 @@ def _verdict_rows(
     reason = frame["reason"] if "reason" in frame else pd.Series("", index=frame.index)
     out["reason"] = reason.fillna("").astype(str)
     out["created_at"] = _stamps(frame)
+    for column in DESIGN_COLUMNS:
+        out[column] = frame.get(column, None)
     return out[VERDICTS_SCHEMA.names]
 
 

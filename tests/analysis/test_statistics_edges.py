@@ -213,6 +213,6 @@ def test_ppi_with_few_reviewed_cases_says_its_interval_may_run_narrow() -> None:
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        row = ppi_rate(frame, by=None).iloc[0]
+        row = ppi_rate(frame, by=None, design="random").iloc[0]
     assert row["reviewed"] == 20 and row["reviewed_cases"] < 30
     assert "(fewer than 30)" in row["note"] and "variance is floored" in row["note"]

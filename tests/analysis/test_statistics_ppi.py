@@ -52,7 +52,7 @@ def judged(
 
 def test_with_every_sample_reviewed_it_is_the_suite_rate_of_the_verdicts() -> None:
     frame = judged(np.random.default_rng(1), 12, 6, reviewed=1.0)
-    row = ppi_rate(frame).iloc[0]
+    row = ppi_rate(frame, design="random").iloc[0]
     human = (frame["verdict"] == "pass").groupby(frame["case_id"]).mean().to_numpy()
     assert row["estimate"] == pytest.approx(human.mean())
     assert row["se"] == pytest.approx(human.std(ddof=1) / np.sqrt(12))
@@ -65,7 +65,7 @@ def test_a_perfect_judge_needs_no_correction() -> None:
     reviewed = frame["verdict"].notna()
     # on every reviewed sample the judge says what the person says
     truthful = frame.assign(outcome=frame["outcome"].where(~reviewed, frame["verdict"] == "pass"))
-    row = ppi_rate(truthful).iloc[0]
+    row = ppi_rate(truthful, design="random").iloc[0]
     judge = truthful["outcome"].astype(float).groupby(truthful["case_id"]).mean()
     assert row["correction"] == pytest.approx(0.0)
     assert row["estimate"] == pytest.approx(judge.mean())
@@ -97,7 +97,7 @@ def test_labels_that_show_no_disagreement_do_not_make_the_judge_certain() -> Non
                 "verdict": np.where(seen, np.where(human.ravel(), "pass", "fail"), None),
             }
         )
-        row = ppi_rate(frame, by=None).iloc[0]
+        row = ppi_rate(frame, by=None, design="random").iloc[0]
         assert row["correction"] == 0
         misses.append(not row["low"] <= 0.8 <= row["high"])
     assert len(misses) > 50 and np.mean(misses) < 0.07
@@ -109,7 +109,7 @@ def test_one_sample_per_case_is_the_textbook_ppi_estimate() -> None:
     variance is var(f)/N + var(f - y)/n - 2 cov(f, f - y)/N (written here from those sums)."""
     rng = np.random.default_rng(4)
     frame = judged(rng, 400, 1, reviewed=0.25)
-    row = ppi_rate(frame).iloc[0]
+    row = ppi_rate(frame, design="random").iloc[0]
     f = frame["outcome"].to_numpy(float)
     seen = frame["verdict"].notna().to_numpy()
     gap = f[seen] - (frame["verdict"][seen] == "pass").to_numpy(float)
@@ -133,7 +133,7 @@ def test_ppi_coverage_and_gain_quick() -> None:
     covered, judge_covered, narrower = [], [], []
     truth = 3 / 5
     for _ in range(200):
-        row = ppi_rate(judged(rng, 30, 5, reviewed=0.2)).iloc[0]
+        row = ppi_rate(judged(rng, 30, 5, reviewed=0.2), design="random").iloc[0]
         covered.append(row["low"] <= truth <= row["high"])
         judge_covered.append(abs(row["judge_rate"] - truth) < abs(row["estimate"] - truth))
         narrower.append(row["high"] - row["low"] < row["human_only_high"] - row["human_only_low"])
@@ -143,8 +143,8 @@ def test_ppi_coverage_and_gain_quick() -> None:
 
 def test_ppi_compare_pairs_cases(tmp_path: Path) -> None:
     frame = judged(np.random.default_rng(6), 30, 4, reviewed=0.3, lift=0.15, variants=("a", "b"))
-    row = ppi_compare(frame, a="a", b="b").iloc[0]
-    rates = ppi_rate(frame).set_index("variant")
+    row = ppi_compare(frame, a="a", b="b", design="random").iloc[0]
+    rates = ppi_rate(frame, design="random").set_index("variant")
     assert row["diff"] == pytest.approx(rates.loc["b", "estimate"] - rates.loc["a", "estimate"])
     assert (row["cases"], row["groups"]) == (30, 30) and row["low"] < row["diff"] < row["high"]
     # with the same cases on both sides the pairing makes the interval narrower than the two
@@ -182,10 +182,15 @@ def test_a_run_with_verdicts_gives_the_same_numbers_as_its_frame(tmp_path: Path)
             if isinstance(r.verdict, str)
         ],
     )
+    # verdicts saved with no design describe the reviewed samples only, from a run or a frame
     from_run = ppi_rate(load(path), check="judge").iloc[0]
     from_frame = ppi_rate(frame).iloc[0]
-    for column in ("estimate", "se", "low", "high", "judge_rate", "reviewed", "samples"):
+    for column in ("estimate", "judge_rate", "reviewed", "samples", "human_only"):
         assert from_run[column] == pytest.approx(from_frame[column]), column
-    assert from_run["method"].startswith("prediction-powered (PPI), clustered by case")
+    for row in (from_run, from_frame):
+        assert row["scope"] == "reviewed samples" and row["design"] == "none"
+        assert np.isnan(row["low"]) and np.isnan(row["high"]) and np.isnan(row["se"])
+        assert "no design is recorded" in row["note"]
+    assert from_run["estimate"] == pytest.approx(from_run["human_only"])
     with pytest.raises(ValueError, match=r"'annotator' must be among those with verdicts"):
         ppi_rate(load(path), annotator="zed")

@@ -29,7 +29,7 @@ def visible_html(panel: Annotator) -> str:
 
 
 def test_the_panel_shows_everything_a_reviewer_needs(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel = annotate(run_dir, annotator="ana", advance=False, design="queue")
     assert isinstance(panel, Annotator)
     assert shown(panel) == ("read", "v1", 0)
     assert panel.count == 8 and panel.reviewed == 0
@@ -47,7 +47,7 @@ def test_the_panel_shows_everything_a_reviewer_needs(run_dir: Path) -> None:
 
 
 def test_every_model_and_case_string_is_escaped_before_the_front_end(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="<b>ana</b>", advance=False)
+    panel = annotate(run_dir, annotator="<b>ana</b>", advance=False, design="queue")
     seen = []
     for at in range(panel.count):
         panel.go(at)
@@ -67,7 +67,7 @@ def test_every_model_and_case_string_is_escaped_before_the_front_end(run_dir: Pa
 
 
 def test_a_click_saves_at_once_and_a_new_panel_resumes(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel = annotate(run_dir, annotator="ana", advance=False, design="queue")
     panel.reason.value = "  answer is markup, not a project name "
     panel.fail_button.click()
     saved = latest_verdicts(run_dir)
@@ -83,7 +83,7 @@ def test_a_click_saves_at_once_and_a_new_panel_resumes(run_dir: Path) -> None:
     panel.needs_review_button.click()
     assert panel.reviewed == 3
 
-    again = annotate(run_dir, annotator="ana", advance=False)
+    again = annotate(run_dir, annotator="ana", advance=False, design="queue")
     assert shown(again) == ("read", "v2", 1)  # the first one without a verdict
     assert again.reviewed == 3
     again.previous_button.click()
@@ -96,7 +96,7 @@ def test_a_click_saves_at_once_and_a_new_panel_resumes(run_dir: Path) -> None:
 
 
 def test_changing_a_verdict_keeps_the_history_and_counts_once(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel = annotate(run_dir, annotator="ana", advance=False, design="queue")
     panel.pass_button.click()
     panel.reason.value = "on second reading, no"
     assert "reason not saved" in panel.unsaved.value
@@ -109,7 +109,7 @@ def test_changing_a_verdict_keeps_the_history_and_counts_once(run_dir: Path) -> 
 
 
 def test_navigation_and_next_unreviewed_wraps_round(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel = annotate(run_dir, annotator="ana", advance=False, design="queue")
     assert panel.previous_button.disabled and not panel.next_button.disabled
     panel.go(7)
     assert panel.next_button.disabled
@@ -129,7 +129,7 @@ def test_navigation_and_next_unreviewed_wraps_round(run_dir: Path) -> None:
 
 
 def test_advance_moves_on_after_a_verdict(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=True)
+    panel = annotate(run_dir, annotator="ana", advance=True, design="queue")
     panel.fail_button.click()
     assert shown(panel) == ("read", "v1", 1)
     assert panel.reason.value == ""
@@ -138,7 +138,7 @@ def test_advance_moves_on_after_a_verdict(run_dir: Path) -> None:
 
 
 def test_filters(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel = annotate(run_dir, annotator="ana", advance=False, design="queue")
     panel.variant_filter.value = 1  # v2
     assert panel.count == 4 and shown(panel)[1] == "v2"
     panel.case_filter.value = dict(panel.case_filter.options)["read"]
@@ -169,7 +169,7 @@ def test_filters(run_dir: Path) -> None:
 
 
 def test_an_empty_selection_disables_the_verdicts(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel = annotate(run_dir, annotator="ana", advance=False, design="queue")
     for _ in range(8):
         panel.record("pass")
         panel.next()
@@ -185,17 +185,17 @@ def test_an_empty_selection_disables_the_verdicts(run_dir: Path) -> None:
 def test_the_check_compared_in_the_disagreement_filter_can_be_chosen(run_dir: Path) -> None:
     VerdictStore(run_dir).save("read", "v1", 0, annotator="ana", verdict="fail")
     # "<b>terms</b>" passes on repeat 0, so fail disagrees with it...
-    panel = annotate(run_dir, annotator="ana", check="<b>terms</b>")
+    panel = annotate(run_dir, annotator="ana", check="<b>terms</b>", design="queue")
     panel.disagreements_only.value = True
     assert panel.count == 1
     # ...while "unscored" never scores, so nothing can disagree with it
-    panel = annotate(run_dir, annotator="ana", check="unscored")
+    panel = annotate(run_dir, annotator="ana", check="unscored", design="queue")
     panel.disagreements_only.value = True
     assert panel.count == 0
 
 
 def test_keys_do_what_the_buttons_do(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel = annotate(run_dir, annotator="ana", advance=False, design="queue")
     panel.press("f")
     assert latest_verdicts(run_dir)["verdict"].tolist() == ["fail"]
     panel.press("j")
@@ -216,7 +216,7 @@ def test_keys_do_what_the_buttons_do(run_dir: Path) -> None:
 def test_a_key_opens_the_reason_box_and_one_the_list_and_the_help_names_them(
     run_dir: Path,
 ) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel = annotate(run_dir, annotator="ana", advance=False, design="queue")
     assert KEYS["e"] == "reason box" and KEYS["l"] == "sample list"
     assert len(KEYS) == 10 and not {"e", "l"} & {"ArrowLeft", "ArrowRight", "Escape"}
     hint = panel.key_capture.hint
@@ -237,7 +237,7 @@ def test_a_key_opens_the_reason_box_and_one_the_list_and_the_help_names_them(
 
 
 def test_the_checks_sit_beside_the_answer_outside_its_scroll_box(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana", advance=False)
+    panel = annotate(run_dir, annotator="ana", advance=False, design="queue")
     read, judge = panel.body.value.split("<div class='nb-judge'>")
     assert "class='nb-read'" in read and "Answer" in read and "Prompt as sent" in read
     assert "nb-check-results" not in read
@@ -246,7 +246,7 @@ def test_the_checks_sit_beside_the_answer_outside_its_scroll_box(run_dir: Path) 
 
 
 def test_keys_from_the_front_end_are_handled_in_order_and_answered(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", design="queue")
     answers: list[object] = []
     panel.key_capture.send = answers.append  # type: ignore[method-assign]
     for seq, key in enumerate("pfr", start=1):
@@ -260,7 +260,7 @@ def test_keys_from_the_front_end_are_handled_in_order_and_answered(run_dir: Path
 
 
 def test_skip_leaves_a_sample_without_a_verdict(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", design="queue")
     panel.skip_button.click()
     assert shown(panel) == ("read", "v1", 1) and panel.reviewed == 0
     panel.pass_button.click()
@@ -269,7 +269,7 @@ def test_skip_leaves_a_sample_without_a_verdict(run_dir: Path) -> None:
 
 
 def test_undo_appends_the_earlier_verdict_and_goes_back(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", design="queue")
     assert panel.undo_button.disabled
     panel.reason.value = "too vague"
     panel.fail_button.click()  # read v1 0, then on to read v1 1
@@ -298,8 +298,8 @@ def test_undo_appends_the_earlier_verdict_and_goes_back(run_dir: Path) -> None:
 
 
 def test_a_first_verdict_undone_is_no_verdict_for_every_reader(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
-    other = annotate(run_dir, annotator="ana", advance=False)  # the same reviewer's
+    panel = annotate(run_dir, annotator="ana", design="queue")
+    other = annotate(run_dir, annotator="ana", advance=False, design="queue")  # the same reviewer's
     panel.fail_button.click()
     assert other.reviewed == 1
     panel.press("z")
@@ -308,7 +308,9 @@ def test_a_first_verdict_undone_is_no_verdict_for_every_reader(run_dir: Path) ->
     assert latest_verdicts(run_dir).empty
     assert latest_verdicts(verdict_history(run_dir)).empty  # a frame of rows too
     assert calibrate(run_dir, check="all").summary.empty
-    assert annotate(run_dir, annotator="ana").reviewed == 0  # a new panel resumes there
+    assert (
+        annotate(run_dir, annotator="ana", design="queue").reviewed == 0
+    )  # a new panel resumes there
     # A new verdict after the undo counts as usual.
     panel.pass_button.click()
     assert latest_verdicts(run_dir)["verdict"].tolist() == ["pass"]
@@ -316,7 +318,7 @@ def test_a_first_verdict_undone_is_no_verdict_for_every_reader(run_dir: Path) ->
 
 
 def test_rates_of_verdicts_count_a_first_verdict_undone_as_unreviewed(run_dir: Path) -> None:
-    panel = annotate(run_dir, annotator="ana")
+    panel = annotate(run_dir, annotator="ana", design="queue")
     panel.fail_button.click()
     panel.pass_button.click()
     panel.press("z")
@@ -325,8 +327,8 @@ def test_rates_of_verdicts_count_a_first_verdict_undone_as_unreviewed(run_dir: P
 
 
 def test_annotators_are_kept_apart(run_dir: Path) -> None:
-    annotate(run_dir, annotator="ana", advance=False).record("fail")
-    bo = annotate(run_dir, annotator="bo")
+    annotate(run_dir, annotator="ana", advance=False, design="queue").record("fail")
+    bo = annotate(run_dir, annotator="bo", design="queue")
     assert shown(bo) == ("read", "v1", 0) and bo.reviewed == 0
     bo.record("pass")
     latest = latest_verdicts(run_dir).set_index("annotator")
@@ -334,23 +336,23 @@ def test_annotators_are_kept_apart(run_dir: Path) -> None:
 
 
 def test_where_narrows_the_samples(run_dir: Path) -> None:
-    assert annotate(run_dir, "ana", where="status != 'completed'").count == 1
-    assert annotate(run_dir, "ana", where=lambda s: s["repeat"] == 1).count == 4
+    assert annotate(run_dir, "ana", where="status != 'completed'", design="queue").count == 1
+    assert annotate(run_dir, "ana", where=lambda s: s["repeat"] == 1, design="queue").count == 4
     run = load(run_dir)
-    assert annotate(run, "ana", where=run.samples["variant"] == "v2").count == 4
+    assert annotate(run, "ana", where=run.samples["variant"] == "v2", design="queue").count == 4
     keys = pd.DataFrame({"case_id": ["read"], "variant": ["v1"], "repeat": [1]})
-    panel = annotate(run, "ana", where=keys)
+    panel = annotate(run, "ana", where=keys, design="queue")
     assert panel.count == 1 and shown(panel) == ("read", "v1", 1)
     with pytest.raises(ValueError, match=r"'where' query 'nope ==' failed"):
-        annotate(run, "ana", where="nope ==")
+        annotate(run, "ana", where="nope ==", design="queue")
     with pytest.raises(
         ValueError, match=r"'where' must be a boolean mask with one value per sample \(8\)"
     ):
-        annotate(run, "ana", where=np.ones(3, dtype=bool))
+        annotate(run, "ana", where=np.ones(3, dtype=bool), design="queue")
     with pytest.raises(TypeError, match=r"'where' must be None, a query string.*got int"):
-        annotate(run, "ana", where=3)
+        annotate(run, "ana", where=3, design="queue")
     with pytest.raises(ValueError, match=r"missing \['repeat'\]"):
-        annotate(run, "ana", where=keys.drop(columns="repeat"))
+        annotate(run, "ana", where=keys.drop(columns="repeat"), design="queue")
 
 
 def test_review_the_samples_calibration_found(run_dir: Path) -> None:
@@ -358,14 +360,14 @@ def test_review_the_samples_calibration_found(run_dir: Path) -> None:
     store.save("read", "v1", 0, annotator="ana", verdict="fail")
     store.save("read", "v1", 1, annotator="ana", verdict="fail")
     found = calibrate(run_dir, check="<b>terms</b>").disagreements
-    panel = annotate(run_dir, "ana", where=found)
+    panel = annotate(run_dir, "ana", where=found, design="queue")
     assert panel.count == 1 and shown(panel) == ("read", "v1", 0)
 
 
 def test_the_run_sees_new_verdicts_at_once(run_dir: Path) -> None:
     run = load(run_dir)
     assert rates(run, by="variant", source="verdicts")["k"].sum() == 0
-    panel = annotate(run, "ana", advance=False)
+    panel = annotate(run, "ana", advance=False, design="queue")
     panel.record("pass")
     assert rates(run, by="variant", source="verdicts")["k"].sum() == 1
 
@@ -373,7 +375,7 @@ def test_the_run_sees_new_verdicts_at_once(run_dir: Path) -> None:
 def test_several_runs_save_into_their_own_directory(tmp_path: Path) -> None:
     one = write_run(tmp_path / "one", [{"case_id": "c", "variant": "v", "repeat": 0}])
     two = write_run(tmp_path / "two", [{"case_id": "c", "variant": "v", "repeat": 0}])
-    panel = annotate(load([one, two]), "ana", advance=False)
+    panel = annotate(load([one, two]), "ana", advance=False, design="queue")
     assert panel.count == 2 and "run <b>one</b>" in panel.header.value
     panel.next()
     panel.record("fail")
@@ -383,12 +385,12 @@ def test_several_runs_save_into_their_own_directory(tmp_path: Path) -> None:
 
 def test_bad_arguments_are_named(run_dir: Path) -> None:
     with pytest.raises(ValueError, match=r"'annotator' must be a non-empty string .*got ''"):
-        annotate(run_dir, "")
+        annotate(run_dir, "", design="queue")
     with pytest.raises(TypeError, match=r"'advance' must be True or False; got 1"):
-        annotate(run_dir, "ana", advance=1)
+        annotate(run_dir, "ana", advance=1, design="queue")
     with pytest.raises(ValueError, match=r"'check' must be a check type or name"):
-        annotate(run_dir, "ana", check="nope")
-    panel = annotate(run_dir, "ana", advance=False)
+        annotate(run_dir, "ana", check="nope", design="queue")
+    panel = annotate(run_dir, "ana", advance=False, design="queue")
     with pytest.raises(ValueError, match=re.escape("'verdict' must be one of 'pass', 'fail'")):
         panel.record("maybe")
 
@@ -396,7 +398,7 @@ def test_bad_arguments_are_named(run_dir: Path) -> None:
 def test_a_failed_save_says_so_and_changes_nothing(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    panel = annotate(run_dir, "ana", advance=False)
+    panel = annotate(run_dir, "ana", advance=False, design="queue")
 
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")

@@ -68,7 +68,7 @@ def test_compare_names_two_variants_of_the_run(run_dir: Path) -> None:
 
 
 def test_the_list_searches_sorts_and_jumps(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
     state.record("pass")
     listed = state.listing()
     assert list(listed.columns) == [
@@ -85,7 +85,7 @@ def test_the_list_searches_sorts_and_jumps(run_dir: Path) -> None:
     with pytest.raises(ValueError, match="'sort' must be one of"):
         state.listing(sort="colour")
 
-    panel = annotate(run_dir, "bo")
+    panel = annotate(run_dir, "bo", design="queue")
     assert panel.list_box.layout.display == "none"
     panel.press("l")  # the key does what the toggle does
     assert panel.list_button.value and panel.list_box.layout.display == "flex"
@@ -100,7 +100,7 @@ def test_the_list_searches_sorts_and_jumps(run_dir: Path) -> None:
 
 
 def test_the_list_search_matches_every_word_in_any_order(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
 
     def found(search: str) -> list[list[object]]:
         listed = state.listing(search)
@@ -115,7 +115,7 @@ def test_the_list_search_matches_every_word_in_any_order(run_dir: Path) -> None:
 
 
 def test_the_reason_sent_with_a_key_is_saved_before_the_key(run_dir: Path) -> None:
-    panel = annotate(run_dir, "ana")
+    panel = annotate(run_dir, "ana", design="queue")
     where = panel.key_capture.shown
     # The box's own update has not come yet: the text comes with the key.
     key(panel, "f", 1, "last characters kept", shown=where)

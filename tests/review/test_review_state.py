@@ -45,7 +45,7 @@ def queue(state: ReviewState) -> list[tuple[str, str, int]]:
 
 
 def test_next_and_previous_step_through_the_sorted_queue(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
     assert state.count == 8 and state.at == 0
     assert queue(state) == [
         (case, variant, repeat)
@@ -62,7 +62,7 @@ def test_next_and_previous_step_through_the_sorted_queue(run_dir: Path) -> None:
 
 
 def test_filters_narrow_the_queue_and_keep_the_shown_sample(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
     v2 = dict(state.variants)["v2"]
     state.go(3)  # a, v2, 1
     state.select(SampleFilters(variant=v2))
@@ -85,7 +85,7 @@ def test_filters_narrow_the_queue_and_keep_the_shown_sample(run_dir: Path) -> No
 
 
 def test_a_verdict_is_saved_and_read_back(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
     state.draft = "  names the wrong project "
     assert state.record("fail") == {"run_id": "run", "case_id": "a", "variant": "v1", "repeat": 0}
     saved = latest_verdicts(run_dir)
@@ -95,17 +95,19 @@ def test_a_verdict_is_saved_and_read_back(run_dir: Path) -> None:
     ]
     assert state.verdict == "fail" and state.reason == "names the wrong project"
 
-    again = ReviewState(run_dir, "ana", advance=False)
+    again = ReviewState(run_dir, "ana", advance=False, design="queue")
     assert key(again) == ("a", "v1", 1)  # resumes at the first sample without a verdict
     assert again.verdict is None and again.draft == "" and again.saved_at is None
     again.go(0)
     assert again.verdict == "fail" and again.draft == "names the wrong project"
     assert again.saved_at == saved["created_at"].iloc[0]
-    assert ReviewState(run_dir, "bo", advance=False).reviewed == 0  # annotators are kept apart
+    assert (
+        ReviewState(run_dir, "bo", advance=False, design="queue").reviewed == 0
+    )  # annotators are kept apart
 
 
 def test_a_draft_is_kept_on_its_sample_across_moves_and_restarts(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
     state.draft = "half typed"
     assert state.unsaved and not state.draft_changed
     state.next()
@@ -114,16 +116,20 @@ def test_a_draft_is_kept_on_its_sample_across_moves_and_restarts(run_dir: Path) 
     assert state.draft == "half typed" and state.unsaved
     state.select(SampleFilters(case=dict(state.cases)["a"]))
     assert state.draft == "half typed"
-    again = ReviewState(run_dir, "ana", advance=False)  # a new kernel reads it from disk
+    again = ReviewState(
+        run_dir, "ana", advance=False, design="queue"
+    )  # a new kernel reads it from disk
     assert key(again) == ("a", "v1", 0) and again.draft == "half typed"
     state.record("pass")
     assert state.draft == "half typed" and not state.unsaved
     assert latest_verdicts(run_dir)["reason"].tolist() == ["half typed"]
-    assert ReviewState(run_dir, "bo", advance=False).draft == ""  # drafts are per reviewer
+    assert (
+        ReviewState(run_dir, "bo", advance=False, design="queue").draft == ""
+    )  # drafts are per reviewer
 
 
 def test_an_edited_reason_is_saved_with_its_verdict_on_moving(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
     state.draft = "first reading"
     state.record("fail")
     state.draft = "second reading"
@@ -137,20 +143,20 @@ def test_an_edited_reason_is_saved_with_its_verdict_on_moving(run_dir: Path) -> 
 
 
 def test_states_of_one_reviewer_share_what_is_saved(run_dir: Path) -> None:
-    one = ReviewState(run_dir, "ana", advance=False)
-    two = ReviewState(run_dir, "ana", where="variant == 'v1'")
+    one = ReviewState(run_dir, "ana", advance=False, design="queue")
+    two = ReviewState(run_dir, "ana", where="variant == 'v1'", design="queue")
     heard: list[int] = []
     two.on_change.append(lambda: heard.append(two.reviewed))
     one.draft = "shared"
     assert two.draft == "shared"  # the same sample (a, v1, 0) is shown in both
     one.record("fail")
     assert heard == [1] and two.verdict == "fail" and two.reason == "shared"
-    other = ReviewState(run_dir, "bo", advance=False)
+    other = ReviewState(run_dir, "bo", advance=False, design="queue")
     assert other.reviewed == 0 and other.draft == ""
 
 
 def test_advance_moves_on_after_a_verdict(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=True)
+    state = ReviewState(run_dir, "ana", advance=True, design="queue")
     state.draft = "ok"
     state.record("pass")
     assert key(state) == ("a", "v1", 1) and state.draft == ""
@@ -160,7 +166,7 @@ def test_advance_moves_on_after_a_verdict(run_dir: Path) -> None:
 
 
 def test_progress_counts_each_sample_once_within_the_selection(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
     assert (state.count, state.reviewed) == (8, 0)
     state.record("pass")
     state.record("fail")  # a changed verdict counts once
@@ -175,7 +181,7 @@ def test_progress_counts_each_sample_once_within_the_selection(run_dir: Path) ->
 
 
 def test_undo_of_a_first_verdict_leaves_the_sample_unreviewed(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana")
+    state = ReviewState(run_dir, "ana", design="queue")
     state.draft = "wrong total"
     first = state.current
     state.record("fail")
@@ -186,7 +192,7 @@ def test_undo_of_a_first_verdict_leaves_the_sample_unreviewed(run_dir: Path) -> 
     assert state.draft == "wrong total" and state.unsaved  # the reason typed is kept
     assert verdict_history(run_dir)["verdict"].tolist() == ["fail", "unreviewed"]
     assert state.undo() is None and not state.can_undo
-    assert ReviewState(run_dir, "ana").reviewed == 0  # read back from disk the same
+    assert ReviewState(run_dir, "ana", design="queue").reviewed == 0  # read back from disk the same
     state.select(SampleFilters(unreviewed=True))
     assert state.count == 8 and key(state) == ("a", "v1", 0)
     state.record("pass")  # judged again: counted again
@@ -194,7 +200,7 @@ def test_undo_of_a_first_verdict_leaves_the_sample_unreviewed(run_dir: Path) -> 
 
 
 def test_next_unreviewed_wraps_round_and_says_when_none_is_left(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
     state.go(6)
     assert state.next_unreviewed() and state.at == 7
     for _ in range(8):
@@ -205,14 +211,14 @@ def test_next_unreviewed_wraps_round_and_says_when_none_is_left(run_dir: Path) -
 
 
 def test_an_empty_selection_records_nothing(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", where=lambda s: s["repeat"] > 5)
+    state = ReviewState(run_dir, "ana", where=lambda s: s["repeat"] > 5, design="queue")
     assert state.count == 0 and state.current is None and state.shown is None
     assert state.record("pass") is None
     assert latest_verdicts(run_dir).empty
 
 
 def test_a_failed_save_changes_nothing(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
 
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
@@ -224,7 +230,7 @@ def test_a_failed_save_changes_nothing(run_dir: Path, monkeypatch: pytest.Monkey
 
 
 def test_the_shown_sample_carries_what_the_reviewer_reads(run_dir: Path) -> None:
-    state = ReviewState(run_dir, "ana", advance=False)
+    state = ReviewState(run_dir, "ana", advance=False, design="queue")
     state.go(1)
     shown = state.shown
     assert shown is not None
@@ -241,14 +247,14 @@ def test_the_shown_sample_carries_what_the_reviewer_reads(run_dir: Path) -> None
 def test_the_run_counts_a_new_verdict_at_once(run_dir: Path) -> None:
     run = load(run_dir)
     assert rates(run, by="variant", source="verdicts")["k"].sum() == 0
-    ReviewState(run, "ana", advance=False).record("pass")
+    ReviewState(run, "ana", advance=False, design="queue").record("pass")
     assert rates(run, by="variant", source="verdicts")["k"].sum() == 1
     with pytest.raises(ValueError, match=r"'name' must be one of 'samples'.*got 'verdict'"):
         run.forget("verdict")
 
 
 def test_the_index_finds_each_keyed_sample_or_minus_one(run_dir: Path) -> None:
-    index = ReviewState(run_dir, "ana", advance=False).index
+    index = ReviewState(run_dir, "ana", advance=False, design="queue").index
     keys = pd.DataFrame(
         {
             "run_id": ["run", "run", "other"],
