@@ -44,8 +44,8 @@ def alpha_interval(
 ) -> tuple[float, float, float, int]:
     """Alpha of ``ratings`` (raters x samples: 1, 0 or NaN) with its jackknife interval over
     ``units`` (the case of each sample), cut to [-1, 1]; and the number of cases behind it.
-    The interval is NaN with fewer than 2 cases or when leaving a case out makes alpha
-    undefined."""
+    The interval is NaN with fewer than 2 cases, when leaving a case out makes alpha
+    undefined, or when no case moves it (a standard error of 0 is not certainty)."""
     pairable = (~np.isnan(ratings)).sum(axis=0) >= 2
     ratings, units = ratings[:, pairable], units[pairable]
     cases = np.unique(units)
@@ -57,6 +57,8 @@ def alpha_interval(
         return alpha, math.nan, math.nan, len(cases)
     n = len(cases)
     se = float(np.sqrt((n - 1) / n * np.sum((left_out - left_out.mean()) ** 2)))
+    if se == 0:  # every case leaves alpha where it was (no disagreement): not certainty
+        return alpha, math.nan, math.nan, n
     critical = float(t.ppf(0.5 + level / 2, n - 1))
     return alpha, max(-1.0, alpha - critical * se), min(1.0, alpha + critical * se), n
 

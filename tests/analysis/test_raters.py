@@ -93,3 +93,10 @@ def test_calibrate_reports_kappa_and_alpha_between_reviewers(reviewed: Path):
     html = result._repr_html_()
     assert "ana, ben on 11 cases (22 samples all judged)" in html
     assert "krippendorff alpha" in html and "cohen kappa" in html
+
+
+def test_no_disagreement_is_no_certainty():
+    ratings = np.array([[1, 0, 1, 1, 0, 1], [1, 0, 1, 1, 0, 1]], dtype=float)
+    alpha, low, high, cases = alpha_interval(ratings, np.array([0, 0, 1, 1, 2, 2]))
+    assert alpha == pytest.approx(1.0) and cases == 3
+    assert math.isnan(low) and math.isnan(high)
