@@ -13,6 +13,14 @@ clustered effective sample size, McNemar as the sign-flip test of the per-case
 differences (exact up to 16 cases that differ; beyond, its normal form, the clustered
 McNemar test of Durkalski et al. 2003). With one sample per case these are the usual
 asymptotic kappa interval, Wilson and exact McNemar.
+
+The reviewed samples are a sample of the run, and the review's design says how they were
+chosen (:mod:`evalnb.review._design`). Under a stratified or active design each reviewed
+sample weighs ``1 / pi`` in every count (inverse-probability weighting), and the
+intervals are taken over cases on the weighted counts; a random review weighs all alike.
+Verdicts with no probability design (queue order, a review narrowed with ``where=``, none
+recorded) describe the reviewed samples only: their rows keep the counts and rates, lose
+every interval and test, and say so in ``note``.
 """
 
 from __future__ import annotations
@@ -37,8 +45,9 @@ from evalnb.analysis._exact import MAX_EXACT, sign_flip_p
 from evalnb.analysis._frames import KEY, Run, load
 from evalnb.analysis._raters import ALPHA_COLUMNS, rater_line, with_alpha
 from evalnb.analysis._rates import proportion_interval
+from evalnb.analysis._sampling import POPULATION, REVIEWED, DesignRead, read_design
 from evalnb.analysis._tally import OutcomeCode, case_field, check_outcomes, sample_positions
-from evalnb.store import VERDICTS, latest_verdicts
+from evalnb.store import DESIGN_COLUMNS, VERDICTS, latest_verdicts
 
 __all__ = ["Calibration", "calibrate"]
 
@@ -49,6 +58,8 @@ CLUSTERED = (
     "over cases: jackknife kappa interval, Wilson on the clustered effective n, "
     "sign-flip (clustered) McNemar"
 )
+#: The ``method`` of rows whose samples weigh ``1 / pi`` (a stratified or active review).
+WEIGHTED = "weighted by 1 / inclusion probability, " + CLUSTERED
 #: Below this many cases (or groups) the effective n is shrunk by (z / t)^2.
 _SMALL_SAMPLE = 30
 
@@ -78,6 +89,9 @@ SUMMARY_COLUMNS = [
     "unreviewed",
     "level",
     "method",
+    "design",
+    "scope",
+    "note",
 ]
 ANNOTATOR_COLUMNS = [
     "annotators",
@@ -150,7 +164,9 @@ def _annotator_line(row: Mapping[str, Any]) -> str:
         f"{_number(row['agreement'])}, kappa {interval('kappa')}, TPR {interval('tpr')}, "
         f"TNR {interval('tnr')}, McNemar p {_number(row['mcnemar_p'])}"
     )
-    if int(row["cases"]) < FEW_REVIEWED:
+    if row.get("note"):
+        text += display.note_html(str(row["note"]))
+    if int(row["cases"]) < FEW_REVIEWED and row.get("scope") != REVIEWED:
         text += display.note_html(
             f"only {int(row['cases'])} reviewed cases: these intervals are too wide to lean "
             f"on (review at least {FEW_REVIEWED} cases)"
@@ -167,6 +183,7 @@ def calibrate(
     *,
     check: str = "judge",
     annotator: str | Sequence[str] | None = None,
+    design: str | None = None,
     level: float = 0.95,
 ) -> Calibration:
     """Compare a check with human verdicts, per annotator, and annotators with each other.
@@ -202,7 +219,12 @@ def calibrate(
         - ``needs_review``: verdicts left out; ``unscored``: reviewed samples the check
           did not score; ``unreviewed``: scored samples this person did not review;
         - ``level``, ``method`` (``"wilson"`` with one sample per case, else what was
-          taken over cases).
+          taken over cases);
+        - ``design``: the review's design; ``scope``: ``population`` (the intervals speak
+          of every sample; ``agreement``, ``kappa``, ``tpr``, ``tnr`` weigh each sample by
+          ``1 / pi``) or ``reviewed samples`` (no design: no interval and no test);
+          ``note``: which, in one sentence, or empty. ``design="random"`` states that a
+          frame's reviewed rows, having no design columns, are a simple random sample.
 
         ``disagreements`` lists the samples where check and person differ (``verdict``,
         ``outcome``, the person's ``reason``, the check's ``detail``); pass it as
@@ -221,11 +243,21 @@ def calibrate(
     if not isinstance(check, str) or not check:
         raise TypeError(f"'check' must be a check name or type (a string); got {check!r}")
     wanted = None if annotator is None else _args.names("annotator", annotator)
+    if design not in (None, "random"):
+        raise ArgumentError(
+            "'design' states how a frame's reviewed rows were chosen: None (read from its "
+            f"design columns) or 'random' (a simple random sample); got {design!r}"
+        )
     if isinstance(data, pd.DataFrame):
-        pairs, unreviewed = _frame_pairs(data, check)
+        pairs, unreviewed, population = _frame_pairs(data, check)
     else:
+        if design is not None:
+            raise ArgumentError(
+                "'design' is for a frame; a run's verdicts carry the design they were taken "
+                f"under; got design={design!r}"
+            )
         run = data if isinstance(data, Run) else load(data)
-        pairs, unreviewed = _run_pairs(run, check)
+        pairs, unreviewed, population = _run_pairs(run, check)
     bad = sorted(set(pairs["verdict"].dropna()) - set(VERDICTS))
     if bad:
         options = ", ".join(repr(v) for v in VERDICTS)
@@ -239,10 +271,14 @@ def calibrate(
                 f"'annotator' must be among those with verdicts ({have}); got {unknown!r}"
             )
         present = wanted
-    pairs = pairs[pairs["annotator"].isin(present)]
+    pairs = pairs[pairs["annotator"].isin(present)].reset_index(drop=True)
+    read = _design(pairs, population, design)
+    pairs["weight"] = read.weight
     summary = pd.DataFrame(
         [
-            _summary_row(pairs[pairs["annotator"] == a], a, check, unreviewed.get(a, 0), level)
+            _summary_row(
+                pairs[pairs["annotator"] == a], a, check, unreviewed.get(a, 0), level, read
+            )
             for a in present
         ],
         columns=SUMMARY_COLUMNS,
@@ -255,16 +291,25 @@ def calibrate(
         .reset_index(drop=True)
         .astype({"outcome": bool})
     )
-    return Calibration(summary, disagreements, _between_annotators(pairs, present, level))
+    between = _between_annotators(pairs.drop(columns="weight"), present, level)
+    return Calibration(summary, disagreements, between)
+
+
+def _design(pairs: pd.DataFrame, population: int, design: str | None) -> DesignRead:
+    """How the reviewed samples were chosen: their design columns, else ``design``."""
+    if design == "random" and "design" not in pairs.columns:
+        return DesignRead("random", POPULATION, np.ones(len(pairs)), 0, "")
+    have = [c for c in DESIGN_COLUMNS if c in pairs.columns]
+    return read_design(pairs[have], population)
 
 
 # -- pairing verdicts with check outcomes -------------------------------------------------
 
 
-def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
+def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int], int]:
     codes, rows = check_outcomes(run, check)
     samples = run.table("samples", ["status"])
-    verdicts = latest_verdicts(run.table("verdicts", ["reason"]))
+    verdicts = latest_verdicts(run.table("verdicts", ["reason", *DESIGN_COLUMNS]))
     position = sample_positions(samples, verdicts) if len(verdicts) else np.zeros(0, np.int64)
     verdicts = verdicts[position >= 0].reset_index(drop=True)
     position = position[position >= 0]
@@ -280,12 +325,14 @@ def _run_pairs(run: Run, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
     pairs["reason"] = verdicts["reason"].astype(object).to_numpy()
     pairs["detail"] = _details(rows, position)
     pairs["unit"] = case_field(run, pairs, "group") if len(pairs) else []
+    for column in DESIGN_COLUMNS:
+        pairs[column] = verdicts[column].to_numpy()
     scored = int((codes <= OutcomeCode.PASS).sum())
     reviewed_scored = (
         pd.Series(code <= OutcomeCode.PASS).groupby(pairs["annotator"].to_numpy()).sum().astype(int)
     )
     unreviewed = {a: scored - int(k) for a, k in reviewed_scored.items()}
-    return pairs, unreviewed
+    return pairs, unreviewed, len(samples)
 
 
 def _details(rows: pd.DataFrame, position: np.ndarray) -> np.ndarray:
@@ -297,7 +344,7 @@ def _details(rows: pd.DataFrame, position: np.ndarray) -> np.ndarray:
     return np.asarray(pd.Series(position).map(joined).fillna("").to_numpy(dtype=object))
 
 
-def _frame_pairs(frame: pd.DataFrame, check: str) -> tuple[pd.DataFrame, dict[str, int]]:
+def _frame_pairs(frame: pd.DataFrame, check: str) -> tuple[pd.DataFrame, dict[str, int], int]:
     missing = [c for c in ("outcome", "verdict") if c not in frame.columns]
     if missing:
         raise ArgumentError(
@@ -305,6 +352,9 @@ def _frame_pairs(frame: pd.DataFrame, check: str) -> tuple[pd.DataFrame, dict[st
             f"(the check) and 'verdict' (the person); missing {missing!r}"
         )
     pairs = frame.copy()
+    key = [c for c in KEY if c in pairs.columns]
+    population = len(pairs.drop_duplicates(key)) if {"case_id", "repeat"} <= set(key) else 0
+    population = population or len(pairs)
     if "annotator" not in pairs:
         pairs["annotator"] = "annotator"
     pairs["annotator"] = pairs["annotator"].astype(object)
@@ -326,17 +376,23 @@ def _frame_pairs(frame: pd.DataFrame, check: str) -> tuple[pd.DataFrame, dict[st
         .astype(int)
         .to_dict()
     )
-    return pairs[pairs["verdict"].notna()].reset_index(drop=True), unreviewed
+    return pairs[pairs["verdict"].notna()].reset_index(drop=True), unreviewed, population
 
 
 # -- statistics ---------------------------------------------------------------------------
 
 
 def _summary_row(
-    pairs: pd.DataFrame, annotator: str, check: str, unreviewed: int, level: float
+    pairs: pd.DataFrame,
+    annotator: str,
+    check: str,
+    unreviewed: int,
+    level: float,
+    read: DesignRead,
 ) -> dict[str, Any]:
-    judged = pairs[pairs["verdict"].isin(("pass", "fail"))]
+    judged = pairs[pairs["verdict"].isin(("pass", "fail")) & (pairs["weight"] > 0)]
     scored = judged[judged["outcome"].notna()]
+    weight = scored["weight"].to_numpy(float)
     human = (scored["verdict"] == "pass").to_numpy()
     machine = scored["outcome"].astype(bool).to_numpy()
     units = pd.factorize(scored["unit"].astype(object))[0] if len(scored) else np.zeros(0, int)
@@ -349,6 +405,12 @@ def _summary_row(
     table = np.array([[tp, fn], [fp, tn]])
     n = tp + fn + fp + tn
     clustered = bool((np.bincount(units) > 1).any()) if len(units) else False
+    weighed = len(weight) > 0 and bool(np.ptp(weight) > 1e-12 * weight.max())
+    if weighed:
+        # unequal inclusion probabilities: every count weighs 1 / pi, intervals over cases
+        per_unit = np.zeros_like(per_unit)
+        np.add.at(per_unit, units, cells * weight[:, None])
+        clustered = True
     if clustered:
         kappa, kappa_low, kappa_high = _jackknife_kappa(per_unit, level)
         rates, low, high = _clustered_rates(per_unit, level)
@@ -358,13 +420,14 @@ def _summary_row(
         rates, low, high = proportion_interval([tp, tn], [tp + fn, tn + fp], level=level)
         # With no disagreements there is nothing to test: p = 1.
         mcnemar_p = float(mcnemar(table, exact=True).pvalue) if fn + fp else 1.0
-    return {
+    whole = per_unit.sum(axis=0)
+    row = {
         "annotator": annotator,
         "check": check,
         "cases": len(per_unit),
         "n": n,
         "agree": tp + tn,
-        "agreement": (tp + tn) / n if n else np.nan,
+        "agreement": (whole[0] + whole[3]) / whole.sum() if n else np.nan,
         "kappa": kappa,
         "kappa_low": kappa_low,
         "kappa_high": kappa_high,
@@ -383,8 +446,16 @@ def _summary_row(
         "unscored": int(judged["outcome"].isna().sum()),
         "unreviewed": int(unreviewed),
         "level": level,
-        "method": CLUSTERED if clustered else INDEPENDENT,
+        "method": (WEIGHTED if weighed else CLUSTERED) if clustered else INDEPENDENT,
+        "design": read.design,
+        "scope": read.scope,
+        "note": read.note,
     }
+    if read.scope == REVIEWED:
+        blank = ["kappa_low", "kappa_high", "tpr_low", "tpr_high", "tnr_low", "tnr_high"]
+        row.update(dict.fromkeys([*blank, "mcnemar_p"], np.nan))
+        row["method"] = "counts of the reviewed samples (no design: no interval, no test)"
+    return row
 
 
 def _kappas(tables: np.ndarray) -> np.ndarray:

@@ -49,10 +49,13 @@ def judged(tmp_path: Path) -> Path:
             for i, (_, judge) in enumerate(pairs)
         ],
     )
+    # every sample reviewed in a random review's order: a census, each label weighs 1
     write_verdicts(
         path,
         [
             {"case_id": case(i), "variant": "v", "repeat": 0, "annotator": "ana", "verdict": h}
+            | {"design": "random", "seed": 0, "rank": i, "population": len(pairs)}
+            | {"size": 1 / len(pairs), "threshold": float(i + 1), "inclusion": 1.0}
             for i, (h, _) in enumerate(pairs)
         ],
     )
@@ -84,7 +87,7 @@ def test_pinned_to_an_outside_reference(judged: Path) -> None:
 
 def test_a_frame_of_pairs_gives_the_same_numbers(judged: Path) -> None:
     frame = pd.DataFrame(judge_rows(TABLE), columns=["verdict", "outcome"])
-    from_frame = calibrate(frame).summary.iloc[0]
+    from_frame = calibrate(frame, design="random").summary.iloc[0]
     from_run = calibrate(judged).summary.iloc[0]
     for column in ("n", "kappa", "kappa_low", "kappa_high", "tpr", "tnr", "mcnemar_p"):
         assert from_frame[column] == pytest.approx(from_run[column]), column
@@ -238,11 +241,11 @@ def test_errors_name_the_argument(judged: Path) -> None:
 
 def test_kappa_without_variety_has_no_interval() -> None:
     same = pd.DataFrame({"verdict": ["pass"] * 5, "outcome": [True] * 5})
-    row = calibrate(same).summary.iloc[0]
+    row = calibrate(same, design="random").summary.iloc[0]
     assert row["agreement"] == 1.0 and np.isnan(row["kappa"]) and row["mcnemar_p"] == 1.0
     # the person failed everything: kappa is 0 whatever the check did, with no interval
     strict = pd.DataFrame({"verdict": ["fail"] * 4, "outcome": [True, False, False, False]})
-    row = calibrate(strict).summary.iloc[0]
+    row = calibrate(strict, design="random").summary.iloc[0]
     assert row["kappa"] == 0 and np.isnan(row["kappa_low"]) and np.isnan(row["kappa_high"])
 
 

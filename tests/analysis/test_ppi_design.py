@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalnb import load, ppi_compare, ppi_rate, save_verdicts
+from evalnb import calibrate, load, ppi_compare, ppi_rate, save_verdicts
 from evalnb.review import ReviewState
 from tests.builders import write_run
 
@@ -121,3 +121,19 @@ def test_design_is_a_statement_about_a_frame_only(run_dir: Path) -> None:
         ppi_rate(load(run_dir), design="random")
     with pytest.raises(ValueError, match=r"None \(read from its design columns\) or 'random'"):
         ppi_rate(load(run_dir), design="active")
+
+
+def test_calibrate_weighs_an_active_review_and_flags_queue_order(run_dir: Path) -> None:
+    save_verdicts(run_dir, active_rows())
+    row = calibrate(run_dir).summary.iloc[0]
+    # weights 5 (c0r0: judge pass, human fail), 2 (c1r1: both fail), 2.5 (c2r0: judge
+    # fail, human pass): weighted agreement 2 / 9.5, not the unweighted 1 / 3
+    assert row["agreement"] == pytest.approx(2 / 9.5)
+    assert (row["n"], row["agree"]) == (3, 1)
+    assert row["scope"] == "population" and row["method"].startswith("weighted by 1 / inclusion")
+    state = ReviewState(run_dir, "bo", design="queue")
+    state.record("fail")
+    row = calibrate(run_dir, annotator="bo").summary.iloc[0]
+    assert row["scope"] == "reviewed samples" and "queue order" in row["note"]
+    assert np.isnan(row["kappa_low"]) and np.isnan(row["tpr_low"]) and np.isnan(row["mcnemar_p"])
+    assert "describe the reviewed samples only" in calibrate(run_dir, annotator="bo")._repr_html_()
