@@ -56,6 +56,8 @@ PREFERENCE_COLUMNS = [
     "cases_a",
     "p_value",
     "min_p",
+    "left_share",
+    "left_p",
     "verdict",
     "method",
     "interval_method",
@@ -94,6 +96,9 @@ def preferences(
         - ``p_value``: two-sided exact sign test of ``cases_b`` against ``cases_a``
           (scipy ``binomtest``, p = 1/2); ``min_p``: the smallest p it could give with
           these cases;
+        - ``left_share``: the share of choices of B or A that went to the answer shown on
+          the left; ``left_p``: the exact binomial test of it against 1/2 (a position
+          bias; the sides are drawn at random per pair, so it favours neither variant);
         - ``verdict``: "B better", "A better" or "can't tell yet" (``p_value < 1 - level``);
         - ``method``: the test; ``interval_method``: the interval's method;
         - ``note``: a caution (no choices, few cases, a verdict out of reach), or empty.
@@ -159,6 +164,11 @@ def _row(chosen: pd.DataFrame, a: str, b: str, level: float) -> dict[str, Any]:
     decisive = cases_b + cases_a
     p = float(stats.binomtest(cases_b, decisive, 0.5).pvalue) if decisive else math.nan
     min_p = min(1.0, 2 * 0.5**decisive) if decisive else math.nan
+    decided = scored[scored["preference"] != "tie"]
+    winner = np.where(decided["preference"] == "a_better", a, b)
+    lefts = int((winner == decided["left"].to_numpy()).sum())
+    left_share = lefts / len(decided) if len(decided) else math.nan
+    left_p = float(stats.binomtest(lefts, len(decided), 0.5).pvalue) if len(decided) else math.nan
     alpha = 1 - level
     verdict = CANT_TELL
     if decisive and p < alpha:
@@ -174,6 +184,12 @@ def _row(chosen: pd.DataFrame, a: str, b: str, level: float) -> dict[str, Any]:
         notes.append(
             f"with {decisive} cases that lean one way the sign test cannot reach "
             f'p < {alpha:g}: no verdict but "can\'t tell yet" is possible'
+        )
+    if math.isfinite(left_p) and left_p < alpha:
+        notes.append(
+            f"the answer on the left was chosen in {left_share:.0%} of the choices for A or B "
+            f"(p = {left_p:.3g}): a position bias, which the sides drawn at random per pair "
+            "keep from favouring either variant"
         )
     return {
         "a": a,
@@ -194,6 +210,8 @@ def _row(chosen: pd.DataFrame, a: str, b: str, level: float) -> dict[str, Any]:
         "cases_a": cases_a,
         "p_value": p,
         "min_p": min_p,
+        "left_share": left_share,
+        "left_p": left_p,
         "verdict": verdict,
         "method": METHOD,
         "interval_method": INTERVAL_METHOD,

@@ -143,7 +143,8 @@ def annotate(
     """
     if compare is not None or ask is not None:
         pairwise = {"design": design or "random", "seed": seed, "advance": advance}
-        return _pairwise(run, annotator, compare, ask, a=a, b=b, **pairwise)
+        unused = {"where": where, "start": start}
+        return _pairwise(run, annotator, compare, ask, a=a, b=b, unused=unused, **pairwise)
     options = {"check": check, "a": a, "b": b, "start": start, "advance": advance}
     designed = {"design": design, "seed": seed, "by": by, "allocation": allocation}
     return _own_samples(run, annotator, where, floor=floor, **options, **designed)
@@ -184,6 +185,12 @@ def _pairwise(
         raise ArgumentError(
             "'ask=\"preference\"' needs compare=(a, b), the two variants; a verdict review of "
             f"two variants side by side takes a= and b=; got compare={compare!r}, ask={ask!r}"
+        )
+    given = [name for name, value in options.pop("unused").items() if value is not None]
+    if given:
+        raise ArgumentError(
+            f"a preference review (compare=) walks every pair of the two variants; drop "
+            f"{' and '.join(f'{name}=' for name in given)}"
         )
     if options.pop("a") is not None or options.pop("b") is not None:
         raise ArgumentError(

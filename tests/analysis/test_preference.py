@@ -88,6 +88,20 @@ def test_a_clear_preference_is_a_verdict_told_like_compare(tmp_path):
     assert turned["verdict"] == "A better" and turned["win_rate"] == pytest.approx(1 / 12)
 
 
+def test_a_taste_for_the_left_answer_is_reported(tmp_path):
+    run = pair_run(tmp_path / "run", cases=12, repeats=1)
+    store = PreferenceStore(run)
+    for c in range(12):  # the left answer always chosen; v1 on the left in half the pairs
+        left = "v1" if c % 2 else "v2"
+        choice = "a_better" if left == "v1" else "b_better"
+        store.save(f"c{c:02d}", 0, a="v1", b="v2", left=left, annotator="ana", preference=choice)
+    row = evalnb.preferences(run, a="v1", b="v2").iloc[0]
+    assert row["left_share"] == 1.0
+    assert row["left_p"] == pytest.approx(stats.binomtest(12, 12).pvalue)  # 0.00049
+    assert row["verdict"] == "can't tell yet" and row["win_rate"] == pytest.approx(0.5)
+    assert "the answer on the left was chosen in 100%" in row["note"]
+
+
 def test_choices_saved_both_ways_round_and_by_several_reviewers(tmp_path):
     run = pair_run(tmp_path / "run", cases=2, repeats=1)
     save(run, {(0, 0): "b_better"}, annotator="ana")  # v2 better

@@ -121,6 +121,8 @@ def test_bad_arguments_are_named(tmp_path):
         review.record("a_better")
     with pytest.raises(ArgumentError, match="needs compare="):
         evalnb.annotate(run, "ana", ask="preference")
+    with pytest.raises(ArgumentError, match="walks every pair of the two variants; drop where="):
+        evalnb.annotate(run, "ana", compare=("v1", "v2"), where="repeat == 0")
     with pytest.raises(ArgumentError, match="'ask' must be one of"):
         evalnb.annotate(run, "ana", compare=("v1", "v2"), ask="rank")
 
