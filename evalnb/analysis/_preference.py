@@ -58,6 +58,7 @@ PREFERENCE_COLUMNS = [
     "min_p",
     "left_share",
     "left_p",
+    "design",
     "verdict",
     "method",
     "interval_method",
@@ -99,6 +100,9 @@ def preferences(
         - ``left_share``: the share of choices of B or A that went to the answer shown on
           the left; ``left_p``: the exact binomial test of it against 1/2 (a position
           bias; the sides are drawn at random per pair, so it favours neither variant);
+        - ``design``: how the pairs were ordered when chosen (``random``, ``queue``, or
+          ``mixed``); choices taken in queue order describe the pairs reviewed, not a
+          random sample of them, and ``note`` says so;
         - ``verdict``: "B better", "A better" or "can't tell yet" (``p_value < 1 - level``);
         - ``method``: the test; ``interval_method``: the interval's method;
         - ``note``: a caution (no choices, few cases, a verdict out of reach), or empty.
@@ -185,6 +189,13 @@ def _row(chosen: pd.DataFrame, a: str, b: str, level: float) -> dict[str, Any]:
             f"with {decisive} cases that lean one way the sign test cannot reach "
             f'p < {alpha:g}: no verdict but "can\'t tell yet" is possible'
         )
+    designs = sorted(set(chosen["design"]))
+    design = designs[0] if len(designs) == 1 else ("mixed" if designs else "")
+    if "queue" in designs:
+        notes.append(
+            "some choices were taken in queue order: they describe the pairs reviewed, not a "
+            "random sample of the pairs"
+        )
     if math.isfinite(left_p) and left_p < alpha:
         notes.append(
             f"the answer on the left was chosen in {left_share:.0%} of the choices for A or B "
@@ -212,6 +223,7 @@ def _row(chosen: pd.DataFrame, a: str, b: str, level: float) -> dict[str, Any]:
         "min_p": min_p,
         "left_share": left_share,
         "left_p": left_p,
+        "design": design,
         "verdict": verdict,
         "method": METHOD,
         "interval_method": INTERVAL_METHOD,

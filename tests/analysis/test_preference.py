@@ -100,6 +100,12 @@ def test_a_taste_for_the_left_answer_is_reported(tmp_path):
     assert row["left_p"] == pytest.approx(stats.binomtest(12, 12).pvalue)  # 0.00049
     assert row["verdict"] == "can't tell yet" and row["win_rate"] == pytest.approx(0.5)
     assert "the answer on the left was chosen in 100%" in row["note"]
+    assert row["design"] == "random" and "queue order" not in row["note"]
+    store.save(
+        "c00", 0, a="v1", b="v2", left="v1", annotator="ben", preference="tie", design="queue"
+    )
+    row = evalnb.preferences(run, a="v1", b="v2").iloc[0]
+    assert row["design"] == "mixed" and "taken in queue order" in row["note"]
 
 
 def test_choices_saved_both_ways_round_and_by_several_reviewers(tmp_path):
