@@ -38,6 +38,7 @@ from .analysis import ppi_rate as ppi_rate
 from .analysis import preferences as preferences
 from .analysis import race as race
 from .analysis import rates as rates
+from .analysis import review_plan as review_plan
 from .analysis import scores as scores
 from .analysis import suite_rate as suite_rate
 from .cases import JudgeSpec as JudgeSpec

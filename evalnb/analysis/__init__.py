@@ -22,6 +22,7 @@ from evalnb.analysis._frames import Run, load
 from evalnb.analysis._gate import GatePolicy, format_gate, gate
 from evalnb.analysis._history import history
 from evalnb.analysis._latency import latency
+from evalnb.analysis._plan import review_plan
 from evalnb.analysis._power import power
 from evalnb.analysis._ppi import ppi_compare, ppi_rate
 from evalnb.analysis._preference import preferences
@@ -63,6 +64,7 @@ __all__ = [
     "proportion_interval",
     "race",
     "rates",
+    "review_plan",
     "scores",
     "suite_rate",
 ]

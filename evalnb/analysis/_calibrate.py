@@ -258,19 +258,7 @@ def calibrate(
             )
         run = data if isinstance(data, Run) else load(data)
         pairs, unreviewed, population = _run_pairs(run, check)
-    bad = sorted(set(pairs["verdict"].dropna()) - set(VERDICTS))
-    if bad:
-        options = ", ".join(repr(v) for v in VERDICTS)
-        raise ArgumentError(f"'verdict' values must be one of {options}; got {bad!r}")
-    present = list(dict.fromkeys(pairs["annotator"]))
-    if wanted is not None:
-        unknown = [a for a in wanted if a not in present]
-        if unknown:
-            have = ", ".join(repr(a) for a in present) or "none (no verdicts)"
-            raise ArgumentError(
-                f"'annotator' must be among those with verdicts ({have}); got {unknown!r}"
-            )
-        present = wanted
+    present = _annotators(pairs, wanted)
     pairs = pairs[pairs["annotator"].isin(present)].reset_index(drop=True)
     read = _design(pairs, population, design)
     pairs["weight"] = read.weight
@@ -293,6 +281,24 @@ def calibrate(
     )
     between = _between_annotators(pairs.drop(columns="weight"), present, level)
     return Calibration(summary, disagreements, between)
+
+
+def _annotators(pairs: pd.DataFrame, wanted: list[str] | None) -> list[str]:
+    """The annotators to compare: ``wanted``, each checked to have verdicts, or all."""
+    bad = sorted(set(pairs["verdict"].dropna()) - set(VERDICTS))
+    if bad:
+        options = ", ".join(repr(v) for v in VERDICTS)
+        raise ArgumentError(f"'verdict' values must be one of {options}; got {bad!r}")
+    present = list(dict.fromkeys(pairs["annotator"]))
+    if wanted is None:
+        return present
+    unknown = [a for a in wanted if a not in present]
+    if unknown:
+        have = ", ".join(repr(a) for a in present) or "none (no verdicts)"
+        raise ArgumentError(
+            f"'annotator' must be among those with verdicts ({have}); got {unknown!r}"
+        )
+    return wanted
 
 
 def _design(pairs: pd.DataFrame, population: int, design: str | None) -> DesignRead:

@@ -52,7 +52,7 @@ from evalnb.analysis._tally import (
 )
 from evalnb.store import DESIGN_COLUMNS, SAMPLES_SCHEMA, VERDICTS, latest_verdicts
 
-__all__ = ["ppi_compare", "ppi_rate"]
+__all__ = ["estimate_rows", "ppi_compare", "ppi_rate"]
 
 METHOD = (
     "prediction-powered (PPI), clustered by case: t interval on (reviewed groups - 1) df; "
@@ -124,6 +124,14 @@ def ppi_rate(
             f"got {by!r}"
         )
     rows, read = _samples(data, check, by, annotator, design)
+    return estimate_rows(rows, read, by, check, level)
+
+
+def estimate_rows(
+    rows: pd.DataFrame, read: DesignRead, by: list[str], check: str, level: float
+) -> pd.DataFrame:
+    """:func:`ppi_rate` on per-sample ``rows`` (the ``by`` keys, ``case_id``, ``unit``,
+    ``judge``, ``human``, ``weight``) whose verdicts were taken under ``read``."""
     per_case = _per_case(rows, by)
     ids, out = group_ids(per_case, by)
     size = len(out)
@@ -318,10 +326,16 @@ def _correction_floor(
     judge's own (it covered 0.725 in such designs, issue 39). A disagreement the labels
     did not show is not a judge without errors: the correction's variance is at least
     that of a share of disagreements with one disagreement and one agreement added to the
-    ``L`` labels (Agresti & Caffo 2000), ``p (1 - p) / L``, ``p = (k + 1) / (L + 2)``. The
+    ``L`` labels (Agresti & Caffo 2000), ``p (1 - p) / L``, ``p = (k + 1) / (L + 2)``, ``k``
+    the disagreements the labels stand for (each weighed by ``1 / pi``, scaled to ``L``). The
     floor fades as labels grow; it adds only what the clustered variance lacks."""
     labels = np.bincount(ids, weights=per_case["reviewed"].to_numpy(float), minlength=size)
-    seen = np.bincount(ids, weights=per_case["disagree"].to_numpy(float), minlength=size)
+    # the share of disagreements the labels stand for (weighed by 1 / pi: an active review
+    # labels the judge's doubtful samples first, and sees more of them than there are)
+    weighed = np.bincount(ids, weights=per_case["weighed"].to_numpy(float), minlength=size)
+    against = np.bincount(ids, weights=per_case["weighed_disagree"].to_numpy(float), minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        seen = np.where(weighed > 0, labels * against / weighed, 0.0)
     observed, _ = _clustered_se(correction, ids, per_case["unit"].to_numpy(), size)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = (seen + 1) / (labels + 2)
@@ -421,6 +435,7 @@ def _per_case(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         disagree=rows["gap"].abs(),
         weighed_gap=rows["gap"] * rows["weighed"],
         weighed_human=rows["human"] * rows["weighed"],
+        weighed_disagree=rows["gap"].abs() * rows["weighed"],
     )
     grouped = rows.groupby([*by, "case_id"], observed=True, sort=True, dropna=False)
     out = grouped.agg(
@@ -433,6 +448,7 @@ def _per_case(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         weighed=("weighed", "sum"),
         weighed_gap=("weighed_gap", "sum"),
         weighed_human=("weighed_human", "sum"),
+        weighed_disagree=("weighed_disagree", "sum"),
         unit=("unit", "first"),
     ).reset_index()
     return out
@@ -442,8 +458,9 @@ def _samples(
     data: Any, check: str, by: list[str], annotator: Any, design: str | None = None
 ) -> tuple[pd.DataFrame, DesignRead]:
     """One row per scored sample: the ``by`` keys, ``case_id``, ``unit`` (its group),
-    ``judge`` (0/1), ``human`` (share of verdicts that pass; NaN unreviewed) and ``weight``
-    (``1 / pi`` of a reviewed sample); and the design the verdicts were taken under."""
+    ``judge`` (0/1), ``human`` (share of verdicts that pass; NaN unreviewed), ``weight``
+    (``1 / pi`` of a reviewed sample) and ``size`` (its size in the design, NaN when none
+    is stored); and the design the verdicts were taken under."""
     if not isinstance(check, str) or not check:
         raise TypeError(f"'check' must be a check name or type (a string); got {check!r}")
     if design not in (None, "random"):
@@ -473,15 +490,18 @@ def _samples(
     verdicts = verdicts[read.weight > 0]
     position = sample_positions(samples, verdicts) if len(verdicts) else np.zeros(0, np.int64)
     human = _human_per_sample(verdicts["verdict"], position, len(samples))
-    weight = np.zeros(len(samples))
+    weight, size = np.zeros(len(samples)), np.full(len(samples), np.nan)
     found = position >= 0
     np.maximum.at(weight, position[found], read.weight[read.weight > 0][found])
+    if "size" in verdicts.columns:
+        size[position[found]] = pd.to_numeric(verdicts["size"], errors="coerce").to_numpy()[found]
     scored = codes <= OutcomeCode.PASS
     frame = samples.loc[scored, [c for c in dict.fromkeys(["run_id", "case_id", *by])]]
     frame = frame.assign(
         judge=(codes[scored] == OutcomeCode.PASS).astype(float),
         human=human[scored],
         weight=weight[scored],
+        size=size[scored],
     )
     frame["unit"] = case_field(run, frame, "group") if len(frame) else []
     for column in [*by, "case_id"]:
@@ -533,6 +553,8 @@ def _frame_samples(
     out["judge"] = rows["outcome"].astype(bool).to_numpy(dtype=float)
     out["human"] = rows["_human"].to_numpy(dtype=float)
     out["weight"] = rows["_weight"].to_numpy(dtype=float)
+    size = rows["size"] if "size" in rows.columns else pd.Series(np.nan, index=rows.index)
+    out["size"] = pd.to_numeric(size, errors="coerce").to_numpy(dtype=float)
     out["unit"] = rows[unit].astype(object).to_numpy()
     return out, read
 

@@ -70,6 +70,7 @@ DATA = {
     "ppi_rate": ["data"],
     "race": ["data"],
     "rates": ["data"],
+    "review_plan": ["data"],
     "scores": ["data"],
     "suite_rate": ["data"],
 }

@@ -269,6 +269,8 @@ def test_the_display_says_one_line_per_annotator_and_cautions_below_ten_cases(
         path,
         [
             {"case_id": f"c{i}", "variant": "v", "repeat": 0, "annotator": "ana", "verdict": v}
+            | {"design": "random", "seed": 0, "rank": i, "population": 2, "size": 0.5}
+            | {"threshold": float(i + 1)}
             for i, v in enumerate(("pass", "fail"))
         ],
     )
