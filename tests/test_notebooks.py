@@ -161,6 +161,7 @@ def test_the_review_notebook_tells_the_design_preferences_and_two_reviewers(tmp_
     )
     assert "random" in text and "inclusion" in text
     assert "population" in text  # the PPI interval speaks of every sample
+    assert "labels_needed" in text  # the planner
     assert re.search(r"(v2 better|v1 better|can&#x27;t tell yet)</b> · v2 vs v1 on", text)
     assert "sign test over cases" in text and "both bad" in text
     assert re.search(r"ana: (\d+) of \1 of their samples reviewed", text)
