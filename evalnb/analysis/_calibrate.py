@@ -229,12 +229,9 @@ def calibrate(
         ``disagreements`` lists the samples where check and person differ (``verdict``,
         ``outcome``, the person's ``reason``, the check's ``detail``); pass it as
         ``where=`` to :func:`evalnb.annotate` to look at them again. ``annotators``
-        compares the people: Cohen's kappa per pair (with interval, over cases as above)
-        and, for three or more, Fleiss' kappa on samples all of them judged (no
-        interval: statsmodels gives none); beside each, Krippendorff's alpha (nominal)
-        over every sample at least two of them judged, with its jackknife interval over
-        cases (``alpha``, ``alpha_low``, ``alpha_high``, ``alpha_cases``,
-        ``alpha_method``; :mod:`evalnb.analysis._raters`).
+        compares the people: Cohen's kappa per pair (interval over cases as above), Fleiss'
+        for three or more (no interval: statsmodels gives none), and beside each ``alpha``,
+        Krippendorff's, with its interval over cases (:mod:`evalnb.analysis._raters`).
 
     >>> result = evalnb.calibrate(run, check="judge")     # doctest: +SKIP
     >>> result.summary[["annotator", "kappa", "kappa_low", "kappa_high"]]  # doctest: +SKIP
