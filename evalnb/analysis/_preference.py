@@ -41,6 +41,7 @@ PREFERENCE_COLUMNS = [
     "a",
     "b",
     "cases",
+    "pairs",
     "judgements",
     "annotators",
     "b_better",
@@ -87,6 +88,8 @@ def preferences(
         A one-row frame (it shows its verdict sentence in a notebook), columns:
 
         - ``a``, ``b``: the variants; ``cases``: cases with a choice other than both bad;
+        - ``pairs``: the run's pairs of samples of ``a`` and ``b`` (same case and repeat),
+          reviewed or not;
         - ``judgements``: choices counted in the win rate; ``annotators``: reviewers;
         - ``b_better``, ``a_better``, ``ties``: the choices; ``both_bad``: choices that
           neither answer is acceptable, left out of the win rate; ``both_bad_share``: their
@@ -116,6 +119,7 @@ def preferences(
     run = data if isinstance(data, Run) else load(data)
     chosen = _choices(run, a, b, annotator)
     row = _row(chosen, a, b, float(level))
+    row["pairs"] = _pair_count(run, a, b)
     return display.result(pd.DataFrame([row], columns=PREFERENCE_COLUMNS), _summary)
 
 
@@ -127,6 +131,17 @@ def compared_pairs(run: Run) -> list[tuple[str, str]]:
     for a, b in zip(saved["a"], saved["b"], strict=True):
         pairs.setdefault(frozenset((a, b)), (str(a), str(b)))
     return list(pairs.values())
+
+
+def _pair_count(run: Run, a: str, b: str) -> int:
+    """How many (run, case, repeat) have a sample of both ``a`` and ``b``."""
+    samples = run.table("samples", ["status"])
+    keys = ["run_id", "case_id", "repeat"]
+    sides = [
+        samples.loc[samples["variant"].astype(str) == v, keys].astype({k: str for k in keys})
+        for v in (a, b)
+    ]
+    return len(sides[0].drop_duplicates().merge(sides[1].drop_duplicates(), on=keys))
 
 
 def _choices(run: Run, a: str, b: str, annotator: str | None) -> pd.DataFrame:

@@ -51,7 +51,7 @@ def test_win_rate_is_by_case_ties_half_and_both_bad_apart(tmp_path):
         },
     )
     row = evalnb.preferences(run, a="v1", b="v2").iloc[0]
-    assert row["cases"] == 3 and row["judgements"] == 5
+    assert row["cases"] == 3 and row["judgements"] == 5 and row["pairs"] == 8
     assert (row["b_better"], row["a_better"], row["ties"], row["both_bad"]) == (3, 1, 1, 3)
     assert row["both_bad_share"] == pytest.approx(3 / 8)
     per_case = np.array([0.75, 0.0, 1.0])
