@@ -119,21 +119,29 @@ def plan_rows(
     width: float | None,
     labels: list[int] | None = None,
     level: float = 0.95,
+    now: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """:func:`review_plan` on per-sample ``rows`` (as :func:`evalnb.ppi_rate` reads them,
-    with ``size``) whose verdicts were taken under ``read``."""
-    now = estimate_rows(rows, read, by, check, level)
+    with ``size``) whose verdicts were taken under ``read``; ``now`` is their
+    :func:`evalnb.ppi_rate` when the caller has it already."""
+    if now is None:
+        now = estimate_rows(rows, read, by, check, level)
     terms = _terms(rows, read, by, level)
     keys = group_ids(_per_case(rows, by), by)[1]
     prior = terms.labels_now == 0 or read.scope == REVIEWED
-    grid = np.arange(1, len(rows) + 1, dtype=float)
+    # a coarse grid, then every count between its last miss and first hit: the panel
+    # plans after each verdict, on runs of 100,000 samples too
+    grid = np.unique(np.round(np.geomspace(1, max(len(rows), 1), 256)))
     records = []
     for g in range(len(keys)):
         curve, needed = np.zeros(0), np.nan
         if width is not None:
             curve = terms.half_width(grid, g)
             reach = np.flatnonzero(curve <= width)
-            needed = float(grid[reach[0]]) if len(reach) else np.nan
+            if len(reach):
+                start = grid[reach[0] - 1] + 1 if reach[0] > 0 else 1.0
+                fine = np.arange(start, grid[reach[0]] + 1)
+                needed = float(fine[np.argmax(terms.half_width(fine, g) <= width)])
         counts = labels or [int(needed) if np.isfinite(needed) else max(terms.labels_now, 1)]
         current = now.iloc[g]
         for count in counts:

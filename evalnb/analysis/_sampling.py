@@ -66,6 +66,7 @@ PROBABILITY_DESIGNS = ("random", "stratified", "active")
 #: How a stratified design shares its labels among strata.
 ALLOCATIONS = ("proportional", "equal")
 POPULATION = "population"
+_SALT = 0x5EED_DE51
 REVIEWED = "reviewed samples"
 
 
@@ -138,7 +139,8 @@ def design_order(
     if design not in DESIGNS:
         options = ", ".join(repr(d) for d in DESIGNS)
         raise ArgumentError(f"'design' must be one of {options}; got {design!r}")
-    rng = np.random.default_rng(seed)
+    # the seed salted: a suite simulated from default_rng(seed) draws other uniforms
+    rng = np.random.default_rng([seed, _SALT])
     if design == "queue":
         nan = np.full(n, np.nan)
         return Ordering(design, seed, np.arange(n), nan, nan.copy())

@@ -228,6 +228,7 @@ class Annotator(widgets.VBox):
         self.annotator = self.state.annotator
         self._build()
         self._render()
+        self._render_live()
         self.state.on_change.append(self._on_peer)
 
     # -- what the state knows -------------------------------------------------------------
@@ -301,6 +302,7 @@ class Annotator(widgets.VBox):
         if undone is None:
             self._say("Nothing to undo in this panel.")
             return
+        self._render_live()
         key = undone.key
         label = render.esc(f"{key['case_id']} · {key['variant']} · repeat {key['repeat']}")
         taken = render.esc(undone.undone.replace("_", " "))
@@ -359,6 +361,7 @@ class Annotator(widgets.VBox):
         if key is None:
             self._say("No sample is shown: change the filters.")
             return
+        self._render_live()  # before the header: a new header means a new number too
         label = f"{key['case_id']} · {key['variant']} · repeat {key['repeat']}"
         # Named by its sample: after advancing it says what was saved for the one left.
         said = f"Saved <b>{render.esc(verdict)}</b> for {render.esc(label)}."
@@ -387,6 +390,7 @@ class Annotator(widgets.VBox):
         # Another panel of this reviewer saved a verdict: show what is saved now.
         self._render_verdict()
         self._render_progress()
+        self._render_live()
 
     def _on_advance(self, change: Any) -> None:
         self.state.advance = bool(change["new"])
@@ -519,6 +523,10 @@ class Annotator(widgets.VBox):
             state.reviewed, state.count, state.at, yours=bool(self.assignment)
         )
 
+    def _render_live(self) -> None:
+        """The live number, after each verdict saved or taken back."""
+        self.live.value = render.live(self.state.live())
+
     def _render_verdict(self) -> None:
         state = self.state
         for verdict, button in self._verdict_buttons.items():
@@ -581,6 +589,7 @@ class Annotator(widgets.VBox):
             min=0, max=1, layout=widgets.Layout(width="160px", height="14px")
         )
         self.progress_label = widgets.HTML().add_class("evalnb-progress")
+        self.live = widgets.HTML().add_class("evalnb-live")
         # What scrolls is inside (render.CSS): the prompt and answer in a box of fixed
         # height, so the controls under it never move, and the checks beside it.
         self.body = widgets.HTML(layout=widgets.Layout(width="100%")).add_class("evalnb-body")
@@ -667,7 +676,7 @@ class Annotator(widgets.VBox):
             self.undo_button,
             self.list_button,
         ]
-        top = [self.header, _row([self.progress, self.progress_label])]
+        top = [self.header, _row([self.progress, self.progress_label]), self.live]
         title = widgets.HTML(render.title(self.run.run_ids, self.annotator))
         return [
             title.add_class("evalnb-title"),

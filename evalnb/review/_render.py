@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from evalnb.review._live import LiveNumber
 from evalnb.review._queue import SampleView
 
 _RESULT_CHARS = 600
@@ -103,6 +104,34 @@ def progress(reviewed: int, total: int, at: int, *, yours: bool = False) -> str:
     return (
         f"&nbsp;<b>{reviewed}</b> of {total}{whose} reviewed<span class='nb-quiet'>{place}</span>"
     )
+
+
+def live(number: LiveNumber) -> str:
+    """The human pass rate so far per variant, with its interval, and the labels to go."""
+    if number.rates.empty:
+        return (
+            "<span class='nb-quiet'>Human pass rate: no verdict yet; each one you give "
+            "updates it here.</span>"
+        )
+    parts = []
+    for row in number.rates.itertuples():
+        interval = (
+            f" [{row.low:.2f}, {row.high:.2f}]"
+            if np.isfinite(row.low) and np.isfinite(row.high)
+            else ""
+        )
+        parts.append(f"{esc(row.variant)} <b>{row.estimate:.2f}</b>{interval}")
+    how = "judge corrected by your verdicts (PPI)" if number.method == "PPI" else "your verdicts"
+    text = f"Human pass rate ({how}, {number.labels} labels): " + " · ".join(parts)
+    if number.scope != "population":
+        return f"<span class='evalnb-live-rate'>{text}</span> <i>{esc(number.note)}</i>"
+    plan = (
+        f"about {int(number.more)} more labels for ±{100 * number.target:g} pp"
+        if np.isfinite(number.more)
+        else "more labels will not narrow it much: the cases' own spread is wider"
+    )
+    rate = f"<span class='evalnb-live-rate'>{text}</span>"
+    return f"{rate} — <span class='evalnb-live-plan'>{plan}</span>"
 
 
 def verdict(annotator: str, given: str | None, reason: str, saved_at: dt.datetime | None) -> str:

@@ -48,6 +48,7 @@ from evalnb.review._index import (
     SampleKey,
     verdict_word,
 )
+from evalnb.review._live import LiveNumber, live_number
 from evalnb.review._queue import QUEUE_COLUMNS, Queue, SampleView, where_columns
 from evalnb.store import UNREVIEWED, VERDICTS
 
@@ -196,6 +197,12 @@ class ReviewState:
                 return
         first = self._find_unreviewed(0)
         self._move(0 if first is None else first)
+
+    def live(self) -> LiveNumber:
+        """The human pass rate per variant from this annotator's verdicts so far, with its
+        interval (PPI where the run has a judge), and the labels a narrower one needs
+        (:mod:`evalnb.review._live`)."""
+        return live_number(self.queue)
 
     @property
     def count(self) -> int:

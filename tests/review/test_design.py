@@ -177,3 +177,29 @@ def test_bad_designs_are_refused_in_one_line(run_dir: Path) -> None:
         ReviewState(run_dir, "ana", design="stratified", by="nope")
     frame = pd.DataFrame({"design": ["random", "active"], "seed": [0, 0]})
     assert "mix designs" in read_design(frame, population=48).note
+
+
+def test_the_live_number_follows_each_verdict(run_dir: Path) -> None:
+    from evalnb.review import annotate
+
+    panel = annotate(run_dir, "ana")
+    assert "no verdict yet" in panel.live.value
+    seen = []
+    for _ in range(12):
+        current = panel.current
+        assert current is not None
+        judge = not (current["case_id"] == "c0" and current["repeat"] < 2)
+        panel.record("pass" if judge else "fail")
+        seen.append(panel.live.value)
+    assert len(set(seen)) > 1  # redrawn as verdicts come
+    live = panel.state.live()
+    assert live.method == "PPI" and live.scope == "population" and live.labels == 12
+    assert sorted(live.rates["variant"]) == ["v1", "v2"]
+    # verdicts that agree with the judge everywhere: PPI gives the judge's rate
+    assert live.rates["estimate"].tolist() == pytest.approx([22 / 24, 22 / 24])
+    assert "Human pass rate (judge corrected by your verdicts (PPI), 12 labels)" in seen[-1]
+    assert "more labels for ±" in seen[-1] or "will not narrow it much" in seen[-1]
+    queue = annotate(run_dir, "bo", design="queue")
+    queue.record("pass")
+    assert "describe the reviewed samples only" in queue.live.value
+    assert "[" not in queue.live.value.split("</b>")[1].split("<i>")[0]  # no interval
