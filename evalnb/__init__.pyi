@@ -35,6 +35,7 @@ from .analysis import load as load
 from .analysis import power as power
 from .analysis import ppi_compare as ppi_compare
 from .analysis import ppi_rate as ppi_rate
+from .analysis import preferences as preferences
 from .analysis import race as race
 from .analysis import rates as rates
 from .analysis import review_plan as review_plan
@@ -66,6 +67,8 @@ from .report import report_text as report_text
 from .review import Annotator as Annotator
 from .review import ReviewDesign as ReviewDesign
 from .review import annotate as annotate
+from .review import assign_review as assign_review
+from .review import review_assignment as review_assignment
 from .runner import RunInterrupted as RunInterrupted
 from .runner import RunResult as RunResult
 from .runner import arun as arun

@@ -244,3 +244,27 @@ def test_the_race_notebook_shows_a_decided_race(tmp_path):
     )
     found = re.search(r"stopped: decided after (\d+) of (\d+) cases", printed)
     assert found and int(found[1]) < int(found[2]), printed
+
+
+def test_the_review_notebook_tells_the_design_preferences_and_two_reviewers(tmp_path):
+    # Notebook 04's story: verdicts stored with their random design, PPI about the whole
+    # run, a preference review told like compare, two reviewers on their own samples and
+    # their agreement (kappa and alpha) on the overlap; nothing private imported.
+    path = NOTEBOOKS / "04_review.ipynb"
+    source = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+    assert "._" not in re.sub(r"\"[^\"]*\"|'[^']*'", "", source) and "import evalnb." not in source
+    notebook = execute(path, QUICK["04_review.ipynb"], tmp_path)
+    outputs = [o for c in notebook.cells for o in c.get("outputs", [])]
+    text = "".join(
+        o.get("text", "")
+        + o.get("data", {}).get("text/html", "")
+        + o.get("data", {}).get("text/plain", "")
+        for o in outputs
+    )
+    assert "random" in text and "inclusion" in text
+    assert "population" in text  # the PPI interval speaks of every sample
+    assert "labels_needed" in text  # the planner
+    assert re.search(r"(v2 better|v1 better|can&#x27;t tell yet)</b> · v2 vs v1 on", text)
+    assert "sign test over cases" in text and "both bad" in text
+    assert re.search(r"ana: (\d+) of \1 of their samples reviewed", text)
+    assert "krippendorff alpha" in text and "cohen kappa" in text

@@ -43,6 +43,7 @@ from evalnb.analysis import _args
 from evalnb.analysis import _display as display
 from evalnb.analysis._exact import MAX_EXACT, sign_flip_p
 from evalnb.analysis._frames import KEY, Run, load
+from evalnb.analysis._raters import ALPHA_COLUMNS, rater_line, with_alpha
 from evalnb.analysis._rates import proportion_interval
 from evalnb.analysis._sampling import POPULATION, REVIEWED, DesignRead, read_design
 from evalnb.analysis._tally import OutcomeCode, case_field, check_outcomes, sample_positions
@@ -128,6 +129,10 @@ class Calibration:
         lines = [_annotator_line(row) for row in self.summary.to_dict("records")]
         if not lines:
             lines = ["<div>no reviewed sample has this check's outcome: nothing to compare</div>"]
+        lines += [
+            f"<div>{html.escape(rater_line(row))}</div>"
+            for row in self.annotators.to_dict("records")
+        ]
         # The summary compact (each estimate with its interval in one cell): its 27 columns
         # side by side are wider than a notebook; ``summary`` keeps them all for code.
         tables = [("check vs human verdicts", _compact(self.summary))]
@@ -212,10 +217,29 @@ def _compact_pairs(annotators: pd.DataFrame) -> pd.DataFrame:
                 f"{float(row['high']):.2f})"
             ),
             "method": row["method"],
+            **(
+                {
+                    f"alpha ({float(row['level']) * 100:g}% CI)": _with_interval(
+                        row["alpha"], row["alpha_low"], row["alpha_high"]
+                    ),
+                    "alpha method": row["alpha_method"],
+                }
+                if "alpha" in row
+                else {}
+            ),
         }
         for row in annotators.to_dict("records")
     ]
     return pd.DataFrame(rows)
+
+
+def _with_interval(value: Any, low: Any, high: Any) -> str:
+    """``0.62 (0.41 to 0.83)``; the estimate alone where there is no interval."""
+    if value is None or not np.isfinite(float(value)):
+        return "n/a"
+    if low is None or high is None or not np.isfinite(float(low)) or not np.isfinite(float(high)):
+        return f"{float(value):.2f} (no interval)"
+    return f"{float(value):.2f} ({float(low):.2f} to {float(high):.2f})"
 
 
 def _number(value: Any) -> str:
@@ -273,9 +297,9 @@ def calibrate(
         ``disagreements`` lists the samples where check and person differ (``verdict``,
         ``outcome``, the person's ``reason``, the check's ``detail``); pass it as
         ``where=`` to :func:`evalnb.annotate` to look at them again. ``annotators``
-        compares the people: Cohen's kappa per pair (with interval, over cases as above)
-        and, for three or more, Fleiss' kappa on samples all of them judged (no
-        interval: statsmodels gives none).
+        compares the people: Cohen's kappa per pair (interval over cases as above), Fleiss'
+        for three or more (no interval: statsmodels gives none), and beside each ``alpha``,
+        Krippendorff's, with its interval over cases (:mod:`evalnb.analysis._raters`).
 
     >>> result = evalnb.calibrate(run, check="judge")     # doctest: +SKIP
     >>> result.summary[["annotator", "kappa", "kappa_low", "kappa_high"]]  # doctest: +SKIP
@@ -608,7 +632,7 @@ def kappa_interval(table: np.ndarray, level: float = 0.95) -> tuple[float, float
 
 def _between_annotators(pairs: pd.DataFrame, annotators: list[str], level: float) -> pd.DataFrame:
     if len(annotators) < 2:
-        return pd.DataFrame(columns=ANNOTATOR_COLUMNS)
+        return pd.DataFrame(columns=[*ANNOTATOR_COLUMNS, *ALPHA_COLUMNS])
     sample = [c for c in KEY if c in pairs.columns]
     if not sample:
         raise ArgumentError(
@@ -625,7 +649,8 @@ def _between_annotators(pairs: pd.DataFrame, annotators: list[str], level: float
     ]
     if len(annotators) > 2:
         rows.append(_agreement_row(wide, units, "fleiss", level))
-    return pd.DataFrame(rows, columns=ANNOTATOR_COLUMNS)
+    # Krippendorff's alpha beside each kappa (evalnb.analysis._raters).
+    return with_alpha(pd.DataFrame(rows, columns=ANNOTATOR_COLUMNS), wide, units, level)
 
 
 def _agreement_row(

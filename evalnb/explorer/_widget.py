@@ -26,6 +26,7 @@ import traitlets
 from evalnb._exceptions import ArgumentError, EvalnbError
 from evalnb.analysis._frames import Run
 from evalnb.analysis._tally import ALL
+from evalnb.explorer._preference import preference_lines
 from evalnb.explorer._state import LIST_FILTERS, ExploreState, GridFilters
 from evalnb.review import Annotator, SampleKey
 
@@ -129,7 +130,9 @@ class Explorer(widgets.VBox):
         self.view = ExplorerView()
         self.panel: Annotator | None = None
         self._panel_box = widgets.VBox()
-        super().__init__([self.view, self._panel_box])
+        #: One sentence per pair of variants reviewers compared side by side (none: empty).
+        self.preferences = widgets.HTML(preference_lines(self.state.run, self.state.level))
+        super().__init__([self.view, self._panel_box, self.preferences])
         self.add_class("evalnb-explorer")
         self.view.on_msg(self._handle)
         # The first answers of the cells need the run's texts: the page asks for them once

@@ -44,6 +44,7 @@ from evalnb.analysis._sequence import is_sequential
 from evalnb.analysis._stopped import holds_stopped
 from evalnb.analysis._story import story
 from evalnb.analysis._tally import ALL
+from evalnb.report._preference import preference_section
 
 __all__ = ["Section", "markdown_table"]
 
@@ -319,6 +320,11 @@ def _sections(
         if len(variants) > 1:
             sections += _comparison_sections(run, baseline or variants[0], check, level)
     sections.append(_latency_section(run))
+    preferred = preference_section(run, level)
+    if preferred is not None:
+        section = Section(preferred.title, preferred.table, preferred.notes)
+        section.verdicts = preferred.verdicts
+        sections.insert(len(sections) - 1, section)
     if any(section.verdicts for section in sections):
         sections.insert(0, _verdicts_section(sections))
     return _title(run, variants), sections

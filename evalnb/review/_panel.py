@@ -21,12 +21,15 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from evalnb.analysis._frames import Run
+from evalnb._exceptions import ArgumentError
+from evalnb.analysis._frames import Run, load
 from evalnb.analysis._tally import ALL
 from evalnb.review import _render as render
+from evalnb.review._assign import assigned_samples, describe
 from evalnb.review._design import ReviewDesign
 from evalnb.review._index import SampleFilters, SampleKey
 from evalnb.review._keys import KeyCapture
+from evalnb.review._prefer_panel import PreferencePanel
 from evalnb.review._state import LIST_SORTS, ReviewState
 
 __all__ = ["KEYS", "Annotator", "annotate"]
@@ -78,7 +81,9 @@ def annotate(
     by: str = "case",
     allocation: str = "proportional",
     floor: float = 0.1,
-) -> Annotator:
+    compare: tuple[str, str] | None = None,
+    ask: str | None = None,
+) -> Annotator | PreferencePanel:
     """A panel in which ``annotator`` gives verdicts on the samples of ``run``.
 
     The options shared with :func:`evalnb.explore` have its names and order: ``run``,
@@ -101,6 +106,10 @@ def annotate(
     button opens a searchable, sortable list of the selected samples (case, variant,
     status, checks, verdict); choosing one jumps to it.
 
+    When :func:`evalnb.assign_review` has dealt the run's samples to several reviewers and
+    ``where`` is not given, ``annotator`` reviews only their own samples (their share and
+    the overlap), and the progress counts them: "12 of 60 of your samples reviewed".
+
     Keys (:data:`KEYS`) work while the pointer is over the panel, or after a click in
     it: ``p`` pass, ``f`` fail, ``r`` needs review, ``s`` skip, ``z`` undo (a first
     verdict too: the sample is unreviewed again), ``j``/``k`` next/previous, ``u`` next
@@ -119,24 +128,75 @@ def annotate(
     :func:`evalnb.rates` weight by them. The header shows the human pass rate so far with
     its interval and how many more labels a narrower one needs (:func:`evalnb.review_plan`).
 
+    ``compare=("v1", "v2"), ask="preference"`` (``ask`` defaults to it with ``compare``) is a
+    pairwise review instead (:class:`~evalnb.review._prefer_panel.PreferencePanel`): both
+    variants' answers to one case and repeat side by side, their sides drawn at random per
+    pair from ``seed`` and the variants hidden, with keys ``1`` (answer 1, the left one,
+    better), ``2`` (answer 2 better), ``t`` tie, ``x`` both bad, ``z`` undo, ``j``/``k``,
+    ``u`` next undecided, ``e`` reason; each choice is saved at once as one part
+    (:class:`evalnb.store.PreferenceStore`), and :func:`evalnb.preferences` analyses them.
+    The pairs come in a seeded random order; ``design="queue"`` keeps case order.
+
     >>> panel = evalnb.annotate(run, annotator="ana")                 # doctest: +SKIP
     >>> panel                                                          # doctest: +SKIP
+    >>> evalnb.annotate(run, "ana", compare=("v1", "v2"), ask="preference")  # doctest: +SKIP
     """
-    return Annotator(
-        run,
-        annotator,
-        where=where,
-        check=check,
-        a=a,
-        b=b,
-        start=start,
-        advance=advance,
-        design=design,
-        seed=seed,
-        by=by,
-        allocation=allocation,
-        floor=floor,
+    if compare is not None or ask is not None:
+        pairwise = {"design": design or "random", "seed": seed, "advance": advance}
+        unused = {"where": where, "start": start}
+        return _pairwise(run, annotator, compare, ask, a=a, b=b, unused=unused, **pairwise)
+    options = {"check": check, "a": a, "b": b, "start": start, "advance": advance}
+    designed = {"design": design, "seed": seed, "by": by, "allocation": allocation}
+    return _own_samples(run, annotator, where, floor=floor, **options, **designed)
+
+
+def _own_samples(
+    run: Run | str | os.PathLike[str], annotator: str, where: Any, **options: Any
+) -> Annotator:
+    """The verdict panel; a reviewer named in the run's assignment (:func:`assign_review`)
+    walks their own samples when no ``where`` narrows the review."""
+    run = run if isinstance(run, Run) else load(run)
+    mine = (
+        assigned_samples(run, annotator) if where is None and isinstance(annotator, str) else None
     )
+    panel = Annotator(run, annotator, where=where if mine is None else mine, **options)
+    if mine is not None:
+        panel.assignment = describe(run)
+        panel._render_progress()
+    return panel
+
+
+#: What a review asks of each item: a verdict on one sample, or which of two answers is better.
+ASKS = ("verdict", "preference")
+
+
+def _pairwise(
+    run: Run | str | os.PathLike[str],
+    annotator: str,
+    compare: Any,
+    ask: str | None,
+    **options: Any,
+) -> PreferencePanel:
+    """The pairwise panel for ``annotate(..., compare=, ask="preference")``."""
+    ask = "preference" if ask is None else ask
+    if ask not in ASKS:
+        raise ArgumentError(f"'ask' must be one of {', '.join(map(repr, ASKS))}; got {ask!r}")
+    if ask == "verdict" or compare is None:
+        raise ArgumentError(
+            "'ask=\"preference\"' needs compare=(a, b), the two variants; a verdict review of "
+            f"two variants side by side takes a= and b=; got compare={compare!r}, ask={ask!r}"
+        )
+    given = [name for name, value in options.pop("unused").items() if value is not None]
+    if given:
+        raise ArgumentError(
+            f"a preference review (compare=) walks every pair of the two variants; drop "
+            f"{' and '.join(f'{name}=' for name in given)}"
+        )
+    if options.pop("a") is not None or options.pop("b") is not None:
+        raise ArgumentError(
+            "'compare' names the two variants of a preference review; drop a= and b="
+        )
+    return PreferencePanel(run, annotator, compare=compare, **options)
 
 
 class Annotator(widgets.VBox):
@@ -154,6 +214,10 @@ class Annotator(widgets.VBox):
     :class:`~evalnb.review._keys.KeyCapture`; :meth:`press` does what a key does).
     ``state`` is the :class:`~evalnb.review._state.ReviewState` it draws.
     """
+
+    #: The assignment this reviewer's samples come from (:func:`evalnb.assign_review`: its
+    #: reviewers, overlap, shares and seed); empty when the review is of every sample.
+    assignment: dict[str, Any] = {}
 
     def __init__(self, run: Run | str | os.PathLike[str], annotator: str, **options: Any):
         self.state = ReviewState(run, annotator, **options)
@@ -455,7 +519,9 @@ class Annotator(widgets.VBox):
         state = self.state
         self.progress.max = max(state.count, 1)
         self.progress.value = state.reviewed
-        self.progress_label.value = render.progress(state.reviewed, state.count, state.at)
+        self.progress_label.value = render.progress(
+            state.reviewed, state.count, state.at, yours=bool(self.assignment)
+        )
 
     def _render_live(self) -> None:
         """The live number, after each verdict saved or taken back."""

@@ -96,10 +96,14 @@ def unsaved(text: str) -> str:
     return f"<span class='nb-unsaved'>● reason not saved: {esc(text)}</span>"
 
 
-def progress(reviewed: int, total: int, at: int) -> str:
-    """``reviewed`` of ``total`` reviewed, and the place ``at`` (0-based) when any."""
+def progress(reviewed: int, total: int, at: int, *, yours: bool = False) -> str:
+    """``reviewed`` of ``total`` reviewed, and the place ``at`` (0-based) when any;
+    ``yours``: the samples are the reviewer's own share (``of your samples``)."""
     place = f" · sample {at + 1} of {total}" if total else ""
-    return f"&nbsp;<b>{reviewed}</b> of {total} reviewed<span class='nb-quiet'>{place}</span>"
+    whose = " of your samples" if yours else ""
+    return (
+        f"&nbsp;<b>{reviewed}</b> of {total}{whose} reviewed<span class='nb-quiet'>{place}</span>"
+    )
 
 
 def live(number: LiveNumber) -> str:

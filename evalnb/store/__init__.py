@@ -14,7 +14,9 @@
 
 Human verdicts go through :class:`VerdictStore` (one part a save, :func:`save_verdict`,
 :func:`save_verdicts` for many) and are read back by :func:`verdicts` (the latest per sample
-and annotator, or the history); :func:`compact_verdicts` merges their parts.
+and annotator, or the history); :func:`compact_verdicts` merges their parts. Pairwise
+preferences (``preferences/part-*.parquet``) go through :class:`PreferenceStore` the same
+way and are read back by :func:`latest_preferences`.
 
 Every file is written under a temporary name and renamed, so a crash never leaves a
 torn file. A samples part is the commit of its batch: the runner writes a batch's
@@ -76,6 +78,12 @@ from evalnb.store._shards import (
 from evalnb.store._writer import RunWriter, cases_table, checks_table, samples_table
 
 if TYPE_CHECKING:
+    from evalnb.store._preferences import PREFERENCES as PREFERENCES
+    from evalnb.store._preferences import PREFERENCES_SCHEMA as PREFERENCES_SCHEMA
+    from evalnb.store._preferences import UNDECIDED as UNDECIDED
+    from evalnb.store._preferences import PreferenceStore as PreferenceStore
+    from evalnb.store._preferences import latest_preferences as latest_preferences
+    from evalnb.store._preferences import preference_history as preference_history
     from evalnb.store._verdicts import UNREVIEWED as UNREVIEWED
     from evalnb.store._verdicts import RunDirectories as RunDirectories
     from evalnb.store._verdicts import VerdictStore as VerdictStore
@@ -86,10 +94,25 @@ if TYPE_CHECKING:
     from evalnb.store._verdicts import verdict_history as verdict_history
     from evalnb.store._verdicts import verdicts as verdicts
 
+_PREFERENCE_NAMES = frozenset(
+    (
+        "PREFERENCES",
+        "PREFERENCES_SCHEMA",
+        "UNDECIDED",
+        "PreferenceStore",
+        "latest_preferences",
+        "preference_history",
+    )
+)
+
 
 def __getattr__(name: str) -> Any:
     # The verdict store's names (``TYPE_CHECKING`` above) load on first use: it reads
     # verdicts with pandas, which the runner's side (``import evalnb.runner``) never loads.
+    if name in _PREFERENCE_NAMES:  # pairwise preferences, read with pandas too
+        from evalnb.store import _preferences
+
+        return getattr(_preferences, name)
     if name in __all__:
         from evalnb.store import _verdicts
 
@@ -104,18 +127,22 @@ __all__ = [
     "IMPORTED",
     "KEY",
     "MANIFEST",
+    "PREFERENCES",
+    "PREFERENCES_SCHEMA",
     "QUARANTINE",
     "SAMPLES_SCHEMA",
     "SCHEMA_VERSION",
     "SCORES",
     "SCORING",
     "TABLES",
+    "UNDECIDED",
     "UNREVIEWED",
     "VERDICTS",
     "VERDICTS_SCHEMA",
     "DamagedRunWarning",
     "Manifest",
     "PartialScoringWarning",
+    "PreferenceStore",
     "Problem",
     "RunDirectories",
     "RunLock",
@@ -133,10 +160,12 @@ __all__ = [
     "fence_shards",
     "imported_path",
     "is_run_dir",
+    "latest_preferences",
     "latest_verdicts",
     "manifest_path",
     "now",
     "part_paths",
+    "preference_history",
     "provenance",
     "read_manifest",
     "read_table",
