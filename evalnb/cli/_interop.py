@@ -76,6 +76,14 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="openai-graders: the testing_criteria JSON (a list, or an eval object holding it)",
     )
     parser.add_argument(
+        "--reader",
+        choices=("auto", "inspect", "evalnb"),
+        default="auto",
+        help="inspect-log: 'inspect' reads with Inspect's own read_eval_log (evalnb[inspect], "
+        "or the Python INSPECT_AI_PYTHON names), 'evalnb' with evalnb's, 'auto' with "
+        "Inspect's when evalnb's Python has it",
+    )
+    parser.add_argument(
         "--data",
         metavar="FILE",
         help="lm-eval: the task's documents (JSONL, JSON, CSV or Parquet)",
@@ -240,7 +248,9 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
             args.source, args.out, criteria=args.criteria, repeats=args.repeats, limits=limits
         )
     elif args.format == "inspect-log":
-        result = importers.import_inspect_log(args.source, args.out, limits=limits)
+        result = importers.import_inspect_log(
+            args.source, args.out, limits=limits, reader=args.reader
+        )
     else:
         result = importers.import_promptfoo_results(args.source, args.out, limits=limits)
     print(result.summary(), end="", file=stdout)
