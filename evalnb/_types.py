@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ __all__ = [
     "Sample",
     "ToolCall",
     "Variant",
+    "chat_prompt",
     "check_template",
     "choice_index",
     "render_template",
@@ -329,6 +331,12 @@ class Variant:
       ``vars``, ``prompt`` and ``choices`` (see :meth:`Case.template_context`); it replaces
       the last user message, or is the only one for a case with just ``vars``. Without a
       template, a case's ``choices`` are shown by :data:`CHOICES_TEMPLATE`.
+    - ``chat`` reads the template as a chat prompt, as promptfoo's chat providers read a
+      rendered prompt (:func:`chat_prompt`): when its rendering is a list of messages (JSON,
+      or YAML ``- role:`` lines), that list is the whole request, the case's own messages
+      left out; other text is the user message as above. A template that is itself JSON
+      has the variables of its strings rendered inside them, so a value's quotes cannot
+      break it.
     - ``prefix`` goes before the last user message's text (separated by a blank line
       unless it already ends in white space); when that message is a list of parts, into
       its first text part. A case with no user message cannot take a prefix.
@@ -350,10 +358,20 @@ class Variant:
     template: str | None = None
     shuffle_choices: bool = False
     shuffle_seed: int = 0
+    chat: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ArgumentError(f"Variant 'name' must be a non-empty string; got {self.name!r}")
+        if not isinstance(self.chat, bool):
+            raise ArgumentError(
+                f"Variant {self.name!r}: 'chat' must be true or false; got {self.chat!r}"
+            )
+        if self.chat and self.template is None:
+            raise ArgumentError(
+                f"Variant {self.name!r}: 'chat' reads the template as a chat prompt; give a "
+                "'template' too"
+            )
         for key in ("prefix", "system", "template"):
             value = getattr(self, key)
             if value is not None and not isinstance(value, str):
@@ -416,12 +434,18 @@ class Variant:
         shown = [case.choices[i] for i in order] if order and case.choices else None
         context = case.template_context(shown) if (self.template or self.system) else None
         if self.template is not None:
-            text = _render("template", self.template, context or {})
+            rendered = (
+                _render_chat(self.template, context or {})
+                if self.chat
+                else _render("template", self.template, context or {})
+            )
             users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
-            if users:
-                messages[users[-1]]["content"] = text
+            if isinstance(rendered, list):
+                messages = rendered
+            elif users:
+                messages[users[-1]]["content"] = rendered
             else:
-                messages.append({"role": "user", "content": text})
+                messages.append({"role": "user", "content": rendered})
         elif case.choices:
             if case.prompt is None:
                 raise ArgumentError(
@@ -463,6 +487,8 @@ class Variant:
         if self.shuffle_choices:
             out["shuffle_choices"] = True
             out["shuffle_seed"] = self.shuffle_seed
+        if self.chat:
+            out["chat"] = True
         return out
 
 
@@ -471,6 +497,60 @@ def _render(field: str, source: str, context: Mapping[str, Any]) -> str:
         return render_template(source, context)
     except ValueError as exc:
         raise ArgumentError(f"'{field}': {exc}") from None
+
+
+def chat_prompt(text: str) -> list[dict[str, Any]] | None:
+    """The messages of a rendered prompt that is a chat list, as promptfoo's chat providers
+    read one (``parseChatPrompt``): YAML when it starts with ``- role:``, else JSON; None
+    when it is not a list of objects that each have a ``role``."""
+    stripped = text.strip()
+    parsed: Any = None
+    if stripped.startswith("- role:"):
+        import yaml  # type: ignore[import-untyped]
+
+        try:
+            parsed = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return None
+    elif stripped.startswith("["):
+        try:
+            parsed = json.loads(stripped)
+        except ValueError:
+            return None
+    if (
+        isinstance(parsed, list)
+        and parsed
+        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in parsed)
+    ):
+        return [dict(m) for m in parsed]
+    return None
+
+
+def _render_strings(value: Any, context: Mapping[str, Any]) -> Any:
+    """``value`` (parsed JSON) with each string rendered as a template."""
+    if isinstance(value, str):
+        return _render("template", value, context)
+    if isinstance(value, list):
+        return [_render_strings(v, context) for v in value]
+    if isinstance(value, dict):
+        return {k: _render_strings(v, context) for k, v in value.items()}
+    return value
+
+
+def _render_chat(source: str, context: Mapping[str, Any]) -> list[dict[str, Any]] | str:
+    """A chat template's messages, or its text when it renders to no message list. A
+    template that is JSON has its strings rendered in place (as promptfoo does, so a
+    value's quotes or line breaks stay inside their string)."""
+    try:
+        parsed = json.loads(source)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, list | dict):
+        text = json.dumps(_render_strings(parsed, context), indent=2, ensure_ascii=False)
+    else:
+        text = _render("template", source, context)
+    messages = chat_prompt(text)
+    return messages if messages is not None else text
 
 
 def _prefixed(prefix: str, content: Any) -> Any:

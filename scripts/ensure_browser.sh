@@ -10,6 +10,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v node >/dev/null 2>&1 || command -v nodejs >/dev/null 2>&1 || missing+=(nodejs)
 # npm installs the pinned promptfoo (make promptfoo).
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# WordNet 3.0 for the meteor metric of imported OpenAI text_similarity graders (NLTK reads it).
+[ -f /usr/share/wordnet/data.noun ] || missing+=(wordnet-base)
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
 install="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"

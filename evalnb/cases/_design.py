@@ -276,6 +276,7 @@ def _variant_from(item: Mapping[str, Any]) -> Variant:
         template=item.get("template"),
         shuffle_choices=item.get("shuffle_choices", False),
         shuffle_seed=item.get("shuffle_seed", 0),
+        chat=item.get("chat", False),
     )
 
 

@@ -99,6 +99,7 @@ _VARIANT = (
     "template_file",
     "shuffle_choices",
     "shuffle_seed",
+    "chat",
     "params",
     "target",
 )
@@ -193,6 +194,7 @@ def _variant(raw: Any, where: str, base: Path) -> Variant:
             template=text["template"],
             shuffle_choices=raw.get("shuffle_choices", False),
             shuffle_seed=raw.get("shuffle_seed", 0),
+            chat=raw.get("chat", False),
         )
     except ValueError as exc:
         raise CasesError(f"{where}: {exc}") from None

@@ -24,6 +24,7 @@ from evalnb.checks import _javascript as _javascript
 from evalnb.checks import _judge as _judge
 from evalnb.checks import _lexical as _lexical
 from evalnb.checks import _observed as _observed
+from evalnb.checks import _openai_grader as _openai_grader
 from evalnb.checks import _promptfoo as _promptfoo
 from evalnb.checks import _python as _python
 from evalnb.checks import _reference as _reference
@@ -55,9 +56,11 @@ from evalnb.checks._engine import (
     unique_names,
 )
 from evalnb.checks._judge import JUDGE
+from evalnb.checks._openai_grader import grader_problem as openai_grader_problem
 from evalnb.checks._promptfoo import PromptfooEngine, find_promptfoo
 from evalnb.checks._python import load_functions
 from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
+from evalnb.checks._text_similarity import engine as similarity_engine
 from evalnb.checks._trust import require_trust
 
 __all__ = [
@@ -85,8 +88,10 @@ __all__ = [
     "checks_for",
     "find_promptfoo",
     "load_functions",
+    "openai_grader_problem",
     "register",
     "require_trust",
     "run_checks",
+    "similarity_engine",
     "unique_names",
 ]

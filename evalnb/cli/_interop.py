@@ -32,6 +32,14 @@ IMPORT_FORMATS = (
 EXPORT_FORMATS = ("csv", "jsonl", "eee", "inspect-scores")
 
 
+_READERS = ("auto", "inspect", "evalnb")
+_READER_HELP = (
+    "inspect-log: 'inspect' reads with Inspect's own read_eval_log (evalnb[inspect], or the "
+    "Python INSPECT_AI_PYTHON names), 'evalnb' with evalnb's, 'auto' with Inspect's when "
+    "evalnb's Python has it"
+)
+
+
 def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the ``evalnb import`` arguments to ``parser`` (a subcommand parser)."""
     parser.add_argument(
@@ -75,6 +83,7 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         metavar="FILE",
         help="openai-graders: the testing_criteria JSON (a list, or an eval object holding it)",
     )
+    parser.add_argument("--reader", choices=_READERS, default="auto", help=_READER_HELP)
     parser.add_argument(
         "--data",
         metavar="FILE",
@@ -240,7 +249,9 @@ def _import(args: argparse.Namespace, stdout: TextIO) -> int:
             args.source, args.out, criteria=args.criteria, repeats=args.repeats, limits=limits
         )
     elif args.format == "inspect-log":
-        result = importers.import_inspect_log(args.source, args.out, limits=limits)
+        result = importers.import_inspect_log(
+            args.source, args.out, limits=limits, reader=args.reader
+        )
     else:
         result = importers.import_promptfoo_results(args.source, args.out, limits=limits)
     print(result.summary(), end="", file=stdout)

@@ -9,7 +9,10 @@ reads and how much (:class:`Limits`):
 - a promptfoo ``file://`` reference resolves inside the suite's folder (symbolic links
   followed), or inside a path the user allowed (``--allow-outside``); anything else is
   refused by name;
-- a zip member (an Inspect ``.eval`` log) is read streaming and refused past
+- a zip member (an Inspect ``.eval`` log: stored, deflated, or Zstandard-compressed as
+  current Inspect writes them, method 93, inflated by Python's :mod:`zipfile` where it
+  reads that method and by the ``zstandard`` package otherwise) is read streaming and
+  refused past
   :attr:`Limits.member_bytes`, or when it inflates more than :attr:`Limits.zip_ratio`
   times; its declared sizes are checked before a byte is inflated;
 - all one import reads, each use of a ``file://`` reference and each zip member inflated
@@ -59,6 +62,14 @@ GiB = 1 << 30
 RATIO_FLOOR = 1 * MiB
 #: How much of a zip member is inflated at a time.
 _CHUNK = 1 * MiB
+#: Zstandard's zip compression method (APPNOTE 4.4.5), as current Inspect logs use it.
+ZIP_ZSTANDARD = 93
+#: The methods Python's zipfile inflates here (3.14 adds Zstandard).
+_ZIPFILE_METHODS = {
+    zipfile.ZIP_STORED,
+    zipfile.ZIP_DEFLATED,
+    *([ZIP_ZSTANDARD] if getattr(zipfile, "ZIP_ZSTANDARD", None) == ZIP_ZSTANDARD else []),
+}
 
 #: The option that raises each cap, for the one-line error.
 OPTIONS = {
@@ -356,24 +367,54 @@ class ZipMembers:
         name = info.filename
         if info.flag_bits & 0x1:
             raise CasesError(f"{self.path}: member {name!r} is encrypted; it cannot be read")
-        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        zstd = info.compress_type == ZIP_ZSTANDARD and ZIP_ZSTANDARD not in _ZIPFILE_METHODS
+        if info.compress_type not in _ZIPFILE_METHODS and not zstd:
             raise CasesError(
                 f"{self.path}: member {name!r} uses compression method {info.compress_type}; "
-                "only stored and deflated members are read"
+                "only stored, deflated and Zstandard members are read"
             )
         self._check(name, info.file_size, info.compress_size, declared=True)
         chunks = []
         got = 0
         try:
-            with self.archive.open(info) as member:
+            with self._zstd(info) if zstd else self.archive.open(info) as member:
                 while chunk := member.read(_CHUNK):
                     got += len(chunk)
                     self._check(name, got, info.compress_size, declared=False)
                     chunks.append(chunk)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
             raise CasesError(f"{self.path}: member {name!r} is damaged ({exc})") from None
+        if zstd and zlib.crc32(b"".join(chunks)) != info.CRC:
+            raise CasesError(f"{self.path}: member {name!r} is damaged (its CRC-32 differs)")
         self.count += 1
         self.packed += info.compress_size
         self.inflated += got
         self.sources.spend(got, f"{self.path}: member {name!r}")
         return b"".join(chunks)
+
+    @contextlib.contextmanager
+    def _zstd(self, info: zipfile.ZipInfo) -> Iterator[BinaryIO]:
+        """A Zstandard member's inflated bytes as a stream (``zstandard``), read from its
+        compressed bytes after the member's local header."""
+        try:
+            import zstandard
+        except ImportError:
+            raise CasesError(
+                f"{self.path}: member {info.filename!r} is Zstandard-compressed and the "
+                "zstandard package is not installed: pip install zstandard"
+            ) from None
+        handle = self.archive.fp
+        if handle is None:
+            raise ValueError("the zip is closed")
+        handle.seek(info.header_offset)
+        header = handle.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile("no local file header where the directory says")
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        handle.seek(info.header_offset + 30 + name_length + extra_length)
+        packed = handle.read(info.compress_size)
+        try:
+            with zstandard.ZstdDecompressor().stream_reader(packed) as reader:
+                yield reader
+        except zstandard.ZstdError as exc:
+            raise ValueError(str(exc)) from None

@@ -20,13 +20,15 @@ are resolved from the sample's ``attachments``.
 from __future__ import annotations
 
 import datetime as dt
+import importlib.metadata
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from evalnb import store
-from evalnb._exceptions import CasesError
+from evalnb._exceptions import ArgumentError, CasesError
 from evalnb._types import Case, CheckResult, Variant, text_of
 from evalnb.checks import THRESHOLD
 from evalnb.interop._bounded import Limits, Sources, ZipMembers
@@ -53,7 +55,13 @@ from evalnb.interop._suite import (
     source_error,
 )
 
-__all__ = ["import_inspect_log", "read_inspect_log", "score_outcome"]
+__all__ = [
+    "INSPECT_PYTHON_ENV",
+    "READERS",
+    "import_inspect_log",
+    "read_inspect_log",
+    "score_outcome",
+]
 
 #: The eval spec's keys the manifest's provenance keeps.
 _SPEC_KEYS = ("run_id", "task", "task_version", "created", "model", "dataset")
@@ -154,6 +162,150 @@ def _read_zip(path: Path, members: ZipMembers) -> _Log:
             sample = parse_json(members.read(info), where, "an Inspect sample")
             samples.append((where, _checked_sample(sample, where)))
     return header, samples
+
+
+#: A Python that has ``inspect_ai``, for when evalnb's own does not (Inspect's pins can
+#: clash with other tools, so it may live in a virtualenv of its own).
+INSPECT_PYTHON_ENV = "INSPECT_AI_PYTHON"
+#: Seconds Inspect's reader may take in that Python.
+INSPECT_READ_TIMEOUT = 300.0
+#: Run in that Python: the log as Inspect reads it, and Inspect's version.
+_READ_WITH_INSPECT = (
+    "import json, sys, inspect_ai\n"
+    "from inspect_ai.log import read_eval_log\n"
+    "log = json.loads(read_eval_log(sys.argv[1]).model_dump_json())\n"
+    "json.dump({'version': inspect_ai.__version__, 'log': log}, sys.stdout)\n"
+)
+#: The readers :func:`import_inspect_log` takes.
+READERS = ("auto", "inspect", "evalnb")
+
+
+def _inspect_reader(path: Path, elsewhere: bool) -> tuple[dict[str, Any], str] | None:
+    """The log as Inspect's ``read_eval_log`` reads it, dumped as its JSON log form, and
+    the reader's name; None when no Inspect is here: in evalnb's Python, or (``elsewhere``)
+    in the Python :data:`INSPECT_PYTHON_ENV` names."""
+    try:
+        import inspect_ai
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        return _inspect_elsewhere(path) if elsewhere else None
+    log = json.loads(read_eval_log(str(path)).model_dump_json())
+    return log, f"inspect_ai {inspect_ai.__version__} (read_eval_log)"
+
+
+def _inspect_elsewhere(path: Path) -> tuple[dict[str, Any], str] | None:
+    """:func:`_inspect_reader` in the Python :data:`INSPECT_PYTHON_ENV` names (None: unset)."""
+    python = os.environ.get(INSPECT_PYTHON_ENV, "").strip()
+    if not python:
+        return None
+    try:
+        done = subprocess.run(
+            [python, "-c", _READ_WITH_INSPECT, str(path)],
+            capture_output=True,
+            timeout=INSPECT_READ_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise source_error(path, f"Inspect's reader in {python} failed ({exc})") from None
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stderr.decode(errors="replace").splitlines()]
+        said = [line for line in lines if line and not line.startswith("For further")]
+        why = (said or ["?"])[-1]
+        raise source_error(path, f"Inspect's reader in {python} refused the log ({why})")
+    found = json.loads(done.stdout)
+    return found["log"], f"inspect_ai {found['version']} (read_eval_log, {python})"
+
+
+def _builtin_reader_name(path: Path) -> str:
+    """What evalnb's own reader used for ``path``'s members."""
+    if path.suffix != ".eval":
+        return "evalnb's reader (json)"
+    try:
+        zstandard = importlib.metadata.version("zstandard")
+    except importlib.metadata.PackageNotFoundError:
+        zstandard = None
+    how = "zipfile" + (f"; Zstandard members by zstandard {zstandard}" if zstandard else "")
+    return f"evalnb's reader ({how})"
+
+
+def _read_log(path: Path, sources: Sources, reader: str) -> tuple[_Log, str]:
+    """The log and the name of the reader that read it (see :func:`import_inspect_log`)."""
+    if reader not in READERS:
+        raise ArgumentError(f"'reader' must be one of {', '.join(READERS)}; got {reader!r}")
+    # evalnb's bounded reading first: a log past a cap never reaches Inspect's reader.
+    ours = _read(path, sources)
+    if reader != "evalnb" and path.suffix == ".eval":
+        try:
+            found = _inspect_reader(path, elsewhere=reader == "inspect")
+        except CasesError as exc:
+            if reader == "inspect":
+                raise
+            # A log Inspect's own reader refuses (an older or partial one) is still read.
+            return ours, f"{_builtin_reader_name(path)}, as {exc}"
+        if found is not None:
+            data, name = found
+            where = str(path)
+            header = _checked_header(data, where)
+            wheres = (f"{path}: samples[{i}]" for i in range(len(data.get("samples") or [])))
+            pairs = zip(wheres, data.get("samples") or [], strict=True)
+            return (header, [(w, _checked_sample(s, w)) for w, s in pairs]), name
+        if reader == "inspect":
+            raise source_error(
+                path,
+                "Inspect's reader is not installed: pip install 'evalnb[inspect]', or set "
+                f"{INSPECT_PYTHON_ENV} to a Python that has inspect_ai",
+            )
+    return ours, _builtin_reader_name(path)
+
+
+def _openai_message(message: dict[str, Any]) -> dict[str, Any]:
+    """An Inspect chat message as the OpenAI chat message evalnb's traces hold."""
+    role = str(message.get("role") or "user")
+    content = message.get("content")
+    text = text_of(content, sep="", strict=True)
+    out: dict[str, Any] = {"role": role, "content": text if text is not None else content}
+    if role == "assistant" and message.get("tool_calls"):
+        out["tool_calls"] = [
+            {
+                "id": call.get("id"),
+                "type": "function",
+                "function": {
+                    "name": call.get("function"),
+                    "arguments": call["arguments"]
+                    if isinstance(call.get("arguments"), str)
+                    else json.dumps(call.get("arguments") or {}, ensure_ascii=False),
+                },
+            }
+            for call in message["tool_calls"]
+            if isinstance(call, dict)
+        ]
+    if role == "tool":
+        out["tool_call_id"] = message.get("tool_call_id")
+        if message.get("function"):
+            out["name"] = message["function"]
+        error = message.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            out["content"] = f"error: {error['message']}"
+    return out
+
+
+def _transcript(sample: dict[str, Any], attachments: dict[str, str]) -> str | None:
+    """The sample's messages, tool calls and results included, as an evalnb trace: one
+    request of the messages before the last, and the last as the response (None: the log
+    keeps no messages)."""
+    messages = [
+        _openai_message(m)
+        for m in _resolve(sample.get("messages") or [], attachments)
+        if isinstance(m, dict)
+    ]
+    if not messages:
+        return None
+    last = messages[-1] if messages[-1]["role"] == "assistant" else None
+    asked = messages[:-1] if last is not None else messages
+    events = [{"event": "request", "body": {"messages": asked}}]
+    if last is not None:
+        events.append({"event": "response", "body": {"choices": [{"message": last}]}})
+    return "\n".join(json.dumps(e, ensure_ascii=False) for e in events) + "\n"
 
 
 def _resolve(value: Any, attachments: dict[str, str]) -> Any:
@@ -314,6 +466,7 @@ def _add_sample(
         model=output.get("model"),
         usage=(usage.get("input_tokens"), usage.get("output_tokens"), usage.get("total_tokens")),
         finish_reason=stop,
+        trace=_transcript(sample, attachments),
     )
 
 
@@ -334,8 +487,16 @@ def import_inspect_log(
     dest: str | os.PathLike[str],
     *,
     limits: Limits | None = None,
+    reader: str = "auto",
 ) -> ImportResult:
     """Write an Inspect log as the run directory ``dest`` (a new path).
+
+    ``reader``: ``"auto"`` reads a ``.eval`` log with Inspect's own ``read_eval_log`` when
+    evalnb's Python has it (``pip install 'evalnb[inspect]'``), else with evalnb's reader;
+    ``"inspect"`` insists on Inspect's, in evalnb's Python or else in the Python
+    :data:`INSPECT_PYTHON_ENV` names (Inspect's pins may need a virtualenv of their own);
+    ``"evalnb"`` uses evalnb's. The result's ``reader`` names the one used. Either way
+    evalnb's reader reads the log first, within ``limits``.
 
     The log is read within ``limits`` (default :class:`Limits`): a regular file of at most
     256 MiB; of a ``.eval`` zip only ``header.json`` (or ``_journal/start.json``) and
@@ -346,7 +507,7 @@ def import_inspect_log(
     path = Path(source)
     sources = Sources(limits)
     with reading(path):
-        header, samples = _read(path, sources)
+        (header, samples), read_by = _read_log(path, sources, reader)
         spec = header.get("eval") or {}
         if not samples:
             raise source_error(
@@ -365,11 +526,12 @@ def import_inspect_log(
     counts["scorers"] = len(scorers)
     result = notes.result("inspect-log", path, sources.files)
     result.counts = counts
+    result.reader = read_by
     return run.write(
         dest,
         result,
         status="complete" if header.get("status", "success") == "success" else "interrupted",
         ended_at=stats.get("completed_at"),
         target={"type": "inspect-log", "model": model},
-        provenance=_provenance(header, spec, scorers),
+        provenance={**_provenance(header, spec, scorers), "reader": read_by},
     )

@@ -7,13 +7,20 @@ file holds the list, or an eval object with the list under ``testing_criteria``)
 every case. Templates: ``{{item.x}}`` is the case's ``x``, ``{{sample.output_text}}`` the
 answer.
 
-- ``string_check`` (``eq``, ``ne``, ``like``, ``ilike``): a ``regex`` (whole answer, or its
-  negation) or a ``contains`` check, its reference rendered with each item;
+- ``string_check`` (``eq``, ``ne``, ``like``, ``ilike``) on the answer: a ``regex`` (whole
+  answer, or its negation) or a ``contains`` check, its reference rendered with each item;
+  one on other inputs (``{{sample.output_json.x}}``, a tool call): an ``openai_grader`` check;
+- ``text_similarity``: an ``openai_grader`` check computing the metric with the library that
+  defines it (rapidfuzz, sacrebleu, NLTK, rouge-score: :mod:`evalnb.checks._text_similarity`),
+  passing at ``pass_threshold``; ``cosine`` a ``similar`` check on the run's embeddings
+  server (approximated: that server's embedding model, not ``text-embedding-3-large``); a
+  metric whose library or data is missing here is refused, saying how to install it;
+- ``multi``: an ``openai_grader`` check scoring its string and similarity graders, then its
+  ``calculate_output`` formula (a small evaluator, never ``eval``): a derived score;
 - ``score_model`` / ``label_model``: a ``judge`` check with the grader's messages as its rubric
   (approximated: evalnb's judge answers PASS/FAIL, not a score in ``range`` or a label);
 - ``python`` (``grade(sample, item)``): a ``python_code`` check holding the source, passing at
-  ``pass_threshold``; it is code that comes with the suite (the experiment file says so);
-- ``text_similarity`` and ``multi``: refused, each saying what to do.
+  ``pass_threshold``; it is code that comes with the suite (the experiment file says so).
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from typing import Any
 
 import regex
 
+from evalnb.checks import openai_grader_problem as grader_problem
+from evalnb.checks import similarity_engine as metric_engine
 from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._suite import (
     ImportResult,
@@ -94,20 +103,29 @@ _PYTHON_CALL = (
 )
 
 
-def _grader(
-    grader: Any, index: int, item: dict[str, Any], where: str, result: ImportResult
-) -> dict[str, Any] | None:
-    """The check for one grader on one item; None (listed once) when it is refused."""
+def _plain_answer(grader: dict[str, Any]) -> bool:
+    """Whether a string check compares the answer itself with a reference of the item."""
+    reference = str(grader.get("reference", ""))
+    return bool(_SAMPLE.match(str(grader.get("input", "")))) and "sample." not in reference
+
+
+def _grader(grader: dict[str, Any], index: int, item: dict[str, Any], where: str) -> dict[str, Any]:
+    """The check for one grader (one :func:`_refusal` lets in) on one item."""
     at = f"{where}: testing_criteria[{index}]"
-    if not isinstance(grader, dict) or not isinstance(grader.get("type"), str):
-        raise ValueError(f"{at}: a grader needs a 'type'")
     kind, name = grader["type"], str(grader.get("name") or grader["type"])
-    spec: dict[str, Any] | None = None
-    if kind == "string_check":
+    spec: dict[str, Any]
+    cosine = kind == "text_similarity" and grader.get("evaluation_metric") == "cosine"
+    if kind == "string_check" and _plain_answer(grader):
         spec = _string_check(grader, item, at)
+    elif kind in ("string_check", "text_similarity", "multi") and not cosine:
+        spec = {"type": "openai_grader", "grader": grader}
+    elif cosine:
+        spec = {"type": "similar", "value": _render(str(grader.get("reference", "")), item, at)}
+        if isinstance(grader.get("pass_threshold"), int | float):
+            spec["threshold"] = min(1.0, max(0.0, float(grader["pass_threshold"])))
     elif kind in ("score_model", "label_model"):
         spec = _judge(grader, at)
-    elif kind == "python":
+    else:
         source = grader.get("source")
         if not isinstance(source, str) or "def grade" not in source:
             raise ValueError(f"{at}: 'source' must define grade(sample, item)")
@@ -115,14 +133,9 @@ def _grader(
         threshold = grader.get("pass_threshold")
         if isinstance(threshold, int | float):
             spec["threshold"] = float(threshold)
-    return None if spec is None else {"name": name, **spec}
+    return {"name": name, **spec}
 
 
-_REFUSED = {
-    "text_similarity": "its metrics (fuzzy_match, bleu, rouge, ...) are not graded by evalnb "
-    "yet: grade the answers with a python grader that computes the metric",
-    "multi": "a formula over the other graders' scores: compute it from rates() by check",
-}
 _HOW = {
     "score_model": "a judge with the grader's messages as rubric: PASS/FAIL, not a score in "
     "'range' against 'pass_threshold'",
@@ -130,7 +143,54 @@ _HOW = {
     "'labels' checked against 'passing_labels'",
     "python": "a python_code check calling grade({'output_text': answer}, item); the suite's "
     "own code: run it only if you trust it",
+    "cosine": "a similar check: the cosine of embeddings from the run's OpenAI-compatible "
+    "server (EVALNB_EMBEDDINGS_URL), that server's model, not text-embedding-3-large",
 }
+
+
+def _refusal(grader: dict[str, Any]) -> str | None:
+    """Why ``grader`` is not imported (one line saying what to do), or None."""
+    kind = grader["type"]
+    if kind in ("score_model", "label_model", "python"):
+        return None
+    if kind == "text_similarity" and grader.get("evaluation_metric") == "cosine":
+        if not _SAMPLE.match(str(grader.get("input", ""))):
+            return "cosine is graded on the answer: set 'input' to {{sample.output_text}}"
+        return None
+    if kind not in ("string_check", "text_similarity", "multi"):
+        return (
+            f"{kind!r} is not an Evals grader type (types: string_check, text_similarity, "
+            "score_model, label_model, python, multi)"
+        )
+    return grader_problem(grader)
+
+
+def _note(grader: dict[str, Any], where: str, result: ImportResult) -> None:
+    """List how ``grader`` is imported: mapped, or approximated saying what differs."""
+    kind = str(grader["type"])
+    if kind == "text_similarity":
+        metric = str(grader.get("evaluation_metric"))
+        if metric == "cosine":
+            result.approximated.append(Note(kind, where, _HOW["cosine"]))
+            return
+        how = f"{metric} by {metric_engine(metric)}, passing at {grader.get('pass_threshold')}"
+        result.mapped.append(Note(kind, where, how))
+    elif kind == "multi":
+        formula = grader.get("calculate_output")
+        if isinstance(grader.get("pass_threshold"), int | float):
+            how = f"a derived score, {formula}, passing at {grader['pass_threshold']}"
+            result.mapped.append(Note(kind, where, how))
+        else:
+            how = (
+                f"a derived score, {formula}; the Evals API gives a multi grader no pass mark, "
+                "so it passes at 0.5 (evalnb's default for scores)"
+            )
+            result.approximated.append(Note(kind, where, how))
+    elif kind == "string_check":
+        how = "regex or contains" if _plain_answer(grader) else "an openai_grader check"
+        result.mapped.append(Note(kind, where, f"{grader.get('operation')}: {how}"))
+    else:
+        result.approximated.append(Note(kind, where, _HOW[kind]))
 
 
 def _criteria(path: Path, sources: Sources) -> list[Any]:
@@ -172,27 +232,26 @@ def import_openai_graders(
         graders = _criteria(criteria_path, sources)
         items = _items(path, sources)
     result = ImportResult("openai-graders", path)
+    kept = []
     for i, grader in enumerate(graders):
-        kind = grader.get("type") if isinstance(grader, dict) else None
         where = f"{criteria_path}: testing_criteria[{i}]"
-        if kind in _REFUSED:
-            result.unsupported.append(Unsupported(str(kind), where, _REFUSED[str(kind)]))
-        elif kind in _HOW:
-            result.approximated.append(Note(str(kind), where, _HOW[str(kind)]))
-        elif kind == "string_check":
-            result.mapped.append(Note(kind, where, f"{grader.get('operation')}: regex or contains"))
-        else:
-            result.unsupported.append(Unsupported(str(kind), where, "not an Evals grader type"))
+        if not isinstance(grader, dict) or not isinstance(grader.get("type"), str):
+            raise source_error(criteria_path, f"testing_criteria[{i}]: a grader needs a 'type'")
+        reason = _refusal(grader)
+        if reason is not None:
+            name = f"{grader['type']} {grader.get('name') or ''}".strip()
+            result.unsupported.append(Unsupported(name, where, reason))
+            continue
+        _note(grader, where, result)
+        kept.append((i, grader))
     cases = []
     for n, (where, item) in enumerate(items, start=1):
         checks = []
-        for i, grader in enumerate(graders):
+        for i, grader in kept:
             try:
-                spec = _grader(grader, i, item, where, result)
+                checks.append(_grader(grader, i, item, where))
             except ValueError as exc:
                 raise source_error(criteria_path, str(exc)) from None
-            if spec is not None:
-                checks.append(spec)
         case: dict[str, Any] = {"id": str(item.get("id") or f"item-{n}"), "vars": item}
         case["metadata"] = {"source": where}
         if checks:
@@ -201,7 +260,7 @@ def import_openai_graders(
     if not all(isinstance(item.get("input"), str) for _, item in items):
         raise source_error(path, "each item needs a text 'input' (the prompt sent to the model)")
     result.files = sources.files
-    kinds = {g.get("type") for g in graders if isinstance(g, dict)}
+    kinds = {g["type"] for _, g in kept}
     notes = ["python_code checks run this suite's Python: run it only if you trust its source"]
     return write_suite(
         result,

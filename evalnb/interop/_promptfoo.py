@@ -28,7 +28,7 @@ from typing import Any
 import regex
 
 from evalnb._exceptions import ArgumentError
-from evalnb._types import render_template
+from evalnb._types import chat_prompt, render_template
 from evalnb.cases import read_yaml, safe_loader
 from evalnb.checks import PromptfooEngine, find_promptfoo
 from evalnb.interop._bounded import Limits, Sources
@@ -613,35 +613,38 @@ class _Importer:
         return cases
 
 
-_ONE_VAR = re.compile(r"^\s*\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\s*$")
+#: A prompt that begins with a template expression may render to a message list.
+_OPENS_WITH_TEMPLATE = re.compile(r"^\s*\{[{%]")
 
 
 def _transcripts(
-    importer: _Importer, variants: list[dict[str, Any]], cases: list[dict[str, Any]]
+    importer: _Importer,
+    variants: list[dict[str, Any]],
+    cases: list[dict[str, Any]],
+    default_vars: dict[str, Any],
 ) -> None:
-    """List each prompt that is one var whose value is a chat transcript (a JSON message
-    list): promptfoo sends the messages, evalnb sends the text as one user message."""
+    """Mark each prompt that renders to a chat transcript (a JSON message list, as a
+    ``'{{ conversation }}'`` prompt of a ``file://`` JSON var does) for some test as a chat
+    template: promptfoo sends such a rendering as the list of messages, and so does evalnb."""
     for variant in variants:
-        match = _ONE_VAR.match(str(variant.get("template") or ""))
-        if match is None:
+        template = variant.get("template")
+        if variant.get("chat") or "system" in variant or not isinstance(template, str):
+            continue
+        if not _OPENS_WITH_TEMPLATE.match(template):
             continue
         for case in cases:
-            value = case["vars"].get(match[1])
+            context = {**default_vars, **case.get("vars", {})}
             try:
-                parsed = json.loads(value) if isinstance(value, str) else None
+                text = render_template(template, {**context, "vars": context})
             except ValueError:
-                parsed = None
-            if (
-                isinstance(parsed, list)
-                and parsed
-                and all(isinstance(m, dict) and "role" in m for m in parsed)
-            ):
-                importer.notes.approximate(
+                continue  # the run reports a template it cannot fill
+            if chat_prompt(text) is not None:
+                variant["chat"] = True
+                importer.notes.map(
                     f"prompt {variant['name']}",
-                    f"{importer.path}: {case['id']}: vars.{match[1]}",
-                    "its value is a chat transcript: evalnb sends it as one user message, where "
-                    "promptfoo sends the list of messages; write the messages as a chat prompt "
-                    "file (.json/.yaml) to send them as a list",
+                    f"{importer.path}: {case['id']}",
+                    "renders to a list of messages: a chat template, sent as that list as "
+                    "promptfoo sends it",
                 )
                 break
 
@@ -760,7 +763,7 @@ def _import(
     cases = []
     for n, (where, test) in enumerate(importer.test_items(config.get("tests")), start=1):
         cases += importer.case(n, where, test, default_vars)
-    _transcripts(importer, variants, cases)
+    _transcripts(importer, variants, cases, default_vars)
     result = importer.notes.result("promptfoo", path, importer.sources.files)
     result.fallback = importer.fallback
     result.engine = importer.engine.name if importer.engine else None

@@ -4,9 +4,10 @@ Prompts: inline text, ``{raw, label}`` / ``{raw, id}`` objects, ``file://`` text
 (several prompts split by a ``---`` line), globs (``file://prompts/*.txt``), and chat
 prompt files (``.json``, ``.yaml``, ``.yml``: a list of messages; ``.jsonl``: one list a
 line). A chat prompt of a system and a user message becomes a variant's ``system`` and
-``template``; one of a user message, its ``template``; any other shape is refused. The
-Nunjucks filters Jinja2 lacks are written as Jinja2 (:data:`NUNJUCKS`); a template that
-still does not compile is refused, naming the filter.
+``template``; one of a user message, its ``template``; any other list of messages (few-shot
+turns, an assistant message) a ``chat`` template: its messages, each rendered, are the
+request, as promptfoo sends them. The Nunjucks filters Jinja2 lacks are written as Jinja2
+(:data:`NUNJUCKS`); a template that still does not compile is refused, naming the filter.
 
 Providers: each becomes the variants of every prompt, named by its ``label`` or ``id``
 (with the prompt's name when there are several prompts), its request parameters kept as
@@ -67,6 +68,8 @@ PROTOCOLS = {
 
 _TEXT_FILES = (".txt", ".md", ".j2", ".jinja", ".njk", "")
 _CHAT_FILES = (".json", ".yaml", ".yml", ".jsonl")
+#: How a text prompt whose rendering may be a message list begins.
+_CHAT_TEXT = ("[", "- role:")
 _FILTER = re.compile(r"\|\s*(" + "|".join(NUNJUCKS) + r")\b(?!\s*\()")
 
 
@@ -121,7 +124,7 @@ class Prompts:
 
     def __init__(self, importer: Config):
         self.importer = importer
-        self.found: list[tuple[str | None, dict[str, str], str]] = []
+        self.found: list[tuple[str | None, dict[str, Any], str]] = []
 
     def variants(self, raw: Any) -> list[dict[str, Any]]:
         importer = self.importer
@@ -149,10 +152,14 @@ class Prompts:
         for n, (label, parts, where) in enumerate(self.found, start=1):
             try:
                 for text in parts.values():
-                    check_template(text)
+                    if isinstance(text, str):
+                        check_template(text)
             except ValueError as exc:
                 importer.notes.refuse(f"prompt {n}", where, _compile_reason(str(exc)))
                 continue
+            if "system" not in parts and str(parts["template"]).lstrip().startswith(_CHAT_TEXT):
+                # promptfoo reads such a prompt's rendering as a message list when it is one.
+                parts["chat"] = True
             variants.append({"name": _safe_name(str(label) if label else f"prompt-{n}"), **parts})
         if not variants:
             refused = "; ".join(f"{u.name}: {u.reason}" for u in importer.notes.unsupported[:5])
@@ -169,10 +176,11 @@ class Prompts:
             return False
         return (self.importer.path.parent / text).is_file()
 
-    def add(self, label: str | None, parts: dict[str, str], where: str) -> None:
-        converted = {key: _jinja(text) for key, text in parts.items()}
+    def add(self, label: str | None, parts: dict[str, Any], where: str) -> None:
+        converted = {key: _jinja(v) if isinstance(v, str) else v for key, v in parts.items()}
         if converted != parts:
-            filters = sorted(set(m[1] for t in parts.values() for m in _FILTER.finditer(t)))
+            texts = [t for t in parts.values() if isinstance(t, str)]
+            filters = sorted(set(m[1] for t in texts for m in _FILTER.finditer(t)))
             self.importer.notes.map(
                 "nunjucks filter",
                 where,
@@ -256,18 +264,18 @@ class Prompts:
             )
             return
         roles = [m.get("role") for m in messages]
+        parts: dict[str, Any]
         if roles == ["system", "user"]:
             parts = {"system": messages[0]["content"], "template": messages[1]["content"]}
+            how = "system and template of a variant"
         elif roles == ["user"]:
             parts = {"template": messages[0]["content"]}
+            how = "template of a variant"
         else:
-            importer.notes.refuse(
-                "chat prompt",
-                where,
-                f"roles {roles}: an evalnb variant sets one system and one user message",
-            )
-            return
-        importer.notes.map("chat prompt", where, "system and template of a variant")
+            parts = {"template": json.dumps(messages, indent=2, ensure_ascii=False), "chat": True}
+            shown = ", ".join(map(str, roles))
+            how = f"a chat template: its {len(messages)} messages ({shown}) sent as a list"
+        importer.notes.map("chat prompt", where, how)
         self.add(label, parts, where)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb import store
-from evalnb._evidence import normalise_answer
+from evalnb._evidence import normalise_answer, parse_trace
 from evalnb._types import Case, CheckResult, Sample, Variant
 from evalnb.interop._suite import ImportResult, Note, undone_on_error
 
@@ -68,11 +68,15 @@ class ImportedRun:
         model: str | None,
         usage: Usage,
         finish_reason: str | None = None,
+        trace: str | None = None,
     ) -> None:
         """Add the next sample, ``key`` = ``(case_id, variant, repeat)``, and its checks;
         its order is its place in the log, its fingerprint and canonical answer are derived
-        as the runner derives them."""
+        as the runner derives them. A ``trace`` (the transcript as JSONL request and
+        response events, see :mod:`evalnb._evidence`) is stored with the tool actions it
+        holds, requested and executed."""
         case_id, variant, repeat = key
+        evidence = parse_trace(trace) if trace is not None else None
         sample = Sample(
             run_id=self.run_id,
             case_id=case_id,
@@ -94,6 +98,10 @@ class ImportedRun:
             prompt_tokens=usage[0],
             completion_tokens=usage[1],
             total_tokens=usage[2],
+            trace=trace,
+            requested=evidence.requested if evidence else (),
+            executed=evidence.executed if evidence else (),
+            evidence_problem=evidence.problem if evidence else None,
         )
         self.rows.append((sample, checks))
         self.keys.add(key)

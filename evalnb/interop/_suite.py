@@ -152,6 +152,9 @@ class ImportResult:
     unchecked: list[str] = field(default_factory=list)
     #: The engine that grades the imported checks (``promptfoo 0.121.20``), if any.
     engine: str | None = None
+    #: The code that read the source, when there is a choice (``inspect_ai 0.3.285
+    #: (read_eval_log)``, or evalnb's own reader).
+    reader: str | None = None
     #: Each source item graded by evalnb's own translation, not the tool's engine, and why.
     fallback: list[Note] = field(default_factory=list)
 
@@ -184,6 +187,7 @@ class ImportResult:
             "unsupported": [u.to_dict() for u in self.unsupported],
             "cases_without_checks": list(self.unchecked),
             "engine": self.engine,
+            "reader": self.reader,
             "fallback": [f.to_dict() for f in self.fallback],
         }
 
@@ -198,6 +202,8 @@ class ImportResult:
             lines += [f"  {g['name']} x{g['count']}: {g['how']}" for g in groups[:15]]
             if len(groups) > 15:
                 lines.append(f"  ... and {len(groups) - 15} more kinds (all listed in {RECORD})")
+        if self.reader:
+            lines.append(f"read by {self.reader}")
         if self.engine:
             lines.append(f"graded by {self.engine}: every check not listed under fallback")
         if self.fallback:

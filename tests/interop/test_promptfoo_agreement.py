@@ -38,12 +38,7 @@ CONFIGS = [
     PEERS / "more/promptfoo/summarization/promptfooconfig.yaml",
     PEERS / "more/promptfoo_results/greeting-4-providers/promptfooconfig.yaml",
     DATA / "promptfoo_features/features/promptfooconfig.yaml",
-    # Not yet: a prompt that renders a JSON transcript from a var is sent by promptfoo as the
-    # message list and by evalnb as one user message (the import lists it as approximated).
-    pytest.param(
-        DATA / "promptfoo_features/chat/promptfooconfig.yaml",
-        marks=pytest.mark.xfail(strict=True, reason="chat transcript var sent as one message"),
-    ),
+    DATA / "promptfoo_features/chat/promptfooconfig.yaml",
 ]
 #: What a fixed answer cannot share: the price promptfoo's echo provider reports (0) is not
 #: the price of evalnb's fixed-answer target (none), so a cost assertion is left out.
@@ -103,12 +98,13 @@ def _messages(messages: Any) -> tuple[tuple[str, str], ...]:
 
 
 def _sent(row: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    """What promptfoo sent for ``row``: its rendered prompt, a JSON message list as the
-    messages (as promptfoo's chat providers send it), other text as one user message."""
+    """What promptfoo sent for ``row``: its rendered prompt read as promptfoo's chat
+    providers read it (``parseChatPrompt``: YAML ``- role:`` lines, else JSON; a message
+    list is the messages), other text as one user message."""
     raw = row["prompt"]["raw"]
     try:
-        parsed = json.loads(raw)
-    except ValueError:
+        parsed = yaml.safe_load(raw) if raw.strip().startswith("- role:") else json.loads(raw)
+    except (ValueError, yaml.YAMLError):
         parsed = None
     if isinstance(parsed, list) and all(isinstance(m, dict) and "role" in m for m in parsed):
         return _messages(parsed)

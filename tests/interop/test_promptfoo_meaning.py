@@ -204,7 +204,7 @@ def test_unmapped_and_refused_are_never_silent(tmp_path):
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
-def test_chat_prompt_files_and_refused_shapes(suffix, tmp_path):
+def test_chat_prompt_files_of_each_shape(suffix, tmp_path):
     messages = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "{{ q }}"},
@@ -218,12 +218,19 @@ def test_chat_prompt_files_and_refused_shapes(suffix, tmp_path):
         f"prompts: [file://chat{suffix}, file://long{suffix}]\ntests: [{{vars: {{q: hi}}}}]\n"
     )
     result = import_promptfoo(config, tmp_path / "out")
-    (variant,) = evalnb.load_experiment(tmp_path / "out/experiment.toml").variants
+    variant, long = evalnb.load_experiment(tmp_path / "out/experiment.toml").variants
     assert (
         variant.name == "chat" and variant.system == "Be brief." and variant.template == "{{ q }}"
     )
-    (refused,) = result.unsupported
-    assert refused.name == "chat prompt" and "['system', 'user', 'assistant']" in refused.reason
+    assert not variant.chat
+    # Any other shape is a chat template: its messages, rendered, are the request.
+    assert long.name == "long" and long.chat and long.system is None
+    sent = long.messages_for(evalnb.load_cases(tmp_path / "out/cases.yaml")[0])
+    assert list(sent) == [*messages[:1], {"role": "user", "content": "hi"}, three[2]]
+    assert result.unsupported == []
+    assert [m.how for m in result.mapped if m.name == "chat prompt"][-1].startswith(
+        "a chat template: its 3 messages (system, user, assistant)"
+    )
 
 
 def test_results_variants_are_named_provider_and_prompt_label(tmp_path):
