@@ -219,10 +219,10 @@ def _compact_pairs(annotators: pd.DataFrame) -> pd.DataFrame:
             "method": row["method"],
             **(
                 {
+                    # its method is named in the sentence above the table (rater_line)
                     f"alpha ({float(row['level']) * 100:g}% CI)": _with_interval(
                         row["alpha"], row["alpha_low"], row["alpha_high"]
                     ),
-                    "alpha method": row["alpha_method"],
                 }
                 if "alpha" in row
                 else {}

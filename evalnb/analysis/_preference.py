@@ -260,30 +260,31 @@ def _missing(value: Any) -> bool:
 def preference_story(row: Mapping[str, Any]) -> Story:
     """The words of one row of :func:`preferences`, in the shape of
     :func:`evalnb.compare`'s (:class:`~evalnb.analysis._story.Story`): its
-    ``line(a, b, "preference")`` reads "v2 better · v2 vs v1 on preference: B wins 68.0%
-    (95% CI ...), ...; p = 0.021 (sign test ...); 24 cases"."""
+    ``line(a, b, "preference")`` reads "v2 better · v2 vs v1 on preference: v2 wins 68.0%,
+    95% CI ... (t across cases) and p = 0.021 (sign test ...); ...; 24 cases, 60 choices"."""
     label = str(row["verdict"]).replace("B ", f"{row['b']} ").replace("A ", f"{row['a']} ")
     level = f"{float(row['level']) * 100:g}%"
-    interval = f"{level} CI {_percent(row['low'])} to {_percent(row['high'])}"
+    # One p, and each number named by the method that made it: the interval is a t
+    # interval across cases, the verdict's p the exact sign test's.
+    interval = (
+        f"{level} CI {_percent(row['low'])} to {_percent(row['high'])} "
+        f"({row['interval_method']}) and {p_text(row['p_value'])} ({row['method']})"
+    )
     counts = (
         f"{row['b']} better {int(row['b_better'])}, {row['a']} better {int(row['a_better'])}, "
         f"ties {int(row['ties'])} (half a win each); both bad {int(row['both_bad'])} "
         f"({_percent(row['both_bad_share'])} of choices, left out)"
     )
-    test = (
-        f"{p_text(row['p_value'])} ({row['method']}); {int(row['cases'])} cases, "
-        f"{int(row['judgements'])} choices"
-    )
-    methods = f"interval: {row['interval_method']}; verdict: {row['method']}"
+    cases = f"{int(row['cases'])} cases, {int(row['judgements'])} choices"
     note = row.get("note")
     return Story(
-        label,
-        f"{row['b']} wins {_percent(row['win_rate'])}",
-        interval,
-        counts,
-        test,
-        methods,
-        note if isinstance(note, str) else "",
+        verdict=label,
+        difference=f"{row['b']} wins {_percent(row['win_rate'])}",
+        interval=interval,
+        rates=counts,
+        cases=cases,
+        fixed="",
+        note=note if isinstance(note, str) else "",
     )
 
 
@@ -295,9 +296,8 @@ def _summary(frame: pd.DataFrame) -> str:
         lines.append(
             f"<div><b style='color:{colour}'>{display.esc(told.verdict)}</b> · "
             f"{display.esc(row['b'])} vs {display.esc(row['a'])} on <code>preference</code>: "
-            f"<b>{display.esc(told.difference)}</b> ({display.esc(told.interval)}), "
-            f"{display.esc(told.rates)}; {display.esc(told.test)}"
-            f"<span style='opacity:.7'> · {display.esc(told.methods)}</span></div>"
+            f"<b>{display.esc(told.difference)}</b>, {display.esc(told.interval)}; "
+            f"{display.esc(told.rates)}; {display.esc(told.cases)}</div>"
         )
         if told.note:
             lines.append(display.note_html(told.note))

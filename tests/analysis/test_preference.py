@@ -78,9 +78,10 @@ def test_a_clear_preference_is_a_verdict_told_like_compare(tmp_path):
     assert row["p_value"] == pytest.approx(stats.binomtest(11, 12).pvalue)
     assert row["verdict"] == "B better" and row["min_p"] == pytest.approx(2 * 0.5**12)
     line = preference_story(row).line("v1", "v2", "preference")
-    assert line.startswith("v2 better · v2 vs v1 on preference: v2 wins 91.7% (95% CI ")
+    assert line.startswith("v2 better · v2 vs v1 on preference: v2 wins 91.7%, 95% CI ")
     assert "p = 0.006 (sign test over cases" in line and "12 cases, 12 choices" in line
-    assert "interval: t across cases; verdict: sign test over cases" in line
+    # one p, and each number named by its own method
+    assert line.count("p = ") == 1 and "(t across cases) and p = 0.006" in line
     html = result._repr_html_()
     assert "v2 better" in html and "both bad 0" in html
     # Asked the other way round, the same choices tell the same story of the variants.
