@@ -71,6 +71,7 @@ DATA = {
     "power": ["pilot"],
     "ppi_compare": ["data"],
     "ppi_rate": ["data"],
+    "preferences": ["data"],
     "race": ["data"],
     "rates": ["data"],
     "review_plan": ["data"],
