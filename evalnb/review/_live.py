@@ -67,7 +67,9 @@ def live_number(queue: Queue, *, level: float = 0.95) -> LiveNumber:
     scored = codes[positions] <= OutcomeCode.PASS
     rows = pd.DataFrame(
         {
-            "variant": index.samples["variant"].to_numpy()[positions],
+            # integer codes: grouping them is several times faster than the names, and
+            # the panel redraws this after every verdict (names put back below)
+            "variant": index.codes["variant"][positions].astype(np.int64),
             "case_id": index.codes["case_id"][positions],
             "unit": index.codes["case_id"][positions],
             "judge": (codes[positions] == OutcomeCode.PASS).astype(float),
@@ -76,7 +78,6 @@ def live_number(queue: Queue, *, level: float = 0.95) -> LiveNumber:
             "size": queue.ordering.size[queue.ordering.order] if len(positions) else [],
         }
     )[scored]
-    rows["variant"] = rows["variant"].astype(object)
     labels = read.labels if read.scope == POPULATION else int(np.isfinite(human).sum())
     if rows.empty or not np.isfinite(rows["human"]).any():
         empty = pd.DataFrame(columns=["variant", "estimate", "low", "high"])
@@ -92,7 +93,10 @@ def live_number(queue: Queue, *, level: float = 0.95) -> LiveNumber:
         target = next((t for t in TARGETS if t < half - 1e-9), TARGETS[-1])
         plan = plan_rows(rows, read, ["variant"], JUDGE, width=target, level=level, now=out)
         more = float(plan["more"].max()) if plan["more"].notna().all() else np.nan
-    rates = out[["variant", "estimate", "low", "high"]]
+    names = np.asarray(index.samples["variant"].cat.categories, dtype=object)
+    rates = out[["variant", "estimate", "low", "high"]].assign(
+        variant=names[out["variant"].to_numpy(np.int64)]
+    )
     return LiveNumber(rates, method, read.scope, read.note, labels, target, more)
 
 
