@@ -45,7 +45,7 @@ started = time.perf_counter()
 from evalnb.analysis import load
 import evalnb.plots
 if sys.argv[2] in ("-", "1"):
-    import evalnb.report._render as report
+    import evalnb.report._report as report
 else:
     spec = importlib.util.spec_from_file_location("report_before", sys.argv[2])
     report = sys.modules["report_before"] = importlib.util.module_from_spec(spec)
