@@ -45,8 +45,11 @@ class LiveNumber:
     more: float
 
 
-def live_number(queue: Queue, *, level: float = 0.95) -> LiveNumber:
-    """The live number of the review over ``queue`` (this annotator's verdicts)."""
+def live_number(
+    queue: Queue, *, level: float = 0.95, narrowed: str = "narrowed with where="
+) -> LiveNumber:
+    """The live number of the review over ``queue`` (this annotator's verdicts);
+    ``narrowed`` says what made the queue cover part of the run, when it does."""
     index = queue.index
     positions = queue.positions
     try:
@@ -56,7 +59,7 @@ def live_number(queue: Queue, *, level: float = 0.95) -> LiveNumber:
         codes = np.full(len(index), OutcomeCode.PASS, dtype=np.int8)
         method = "verdicts"
     verdict = index.verdict[positions]
-    read = _prefix(queue, verdict != OutcomeCode.ABSENT, len(index))
+    read = _prefix(queue, verdict != OutcomeCode.ABSENT, len(index), narrowed)
     weight = np.zeros(len(positions))
     weight[: len(read.weight)] = read.weight
     human = np.where(
@@ -100,7 +103,7 @@ def live_number(queue: Queue, *, level: float = 0.95) -> LiveNumber:
     return LiveNumber(rates, method, read.scope, read.note, labels, target, more)
 
 
-def _prefix(queue: Queue, reviewed: np.ndarray, samples: int) -> DesignRead:
+def _prefix(queue: Queue, reviewed: np.ndarray, samples: int, narrowed: str) -> DesignRead:
     """The design's complete prefix, from the order in memory: weights ``1 / pi`` along
     the order (0 beyond the first sample not reviewed)."""
     ordering = queue.ordering
@@ -110,7 +113,7 @@ def _prefix(queue: Queue, reviewed: np.ndarray, samples: int) -> DesignRead:
         why = (
             "they were taken in queue order (design 'queue')"
             if ordering.design == "queue"
-            else f"the review covers {n} of the {samples} samples (narrowed with where=)"
+            else f"the review covers {n} of the {samples} samples ({narrowed})"
         )
         note = f"these verdicts describe the reviewed samples only: {why}"
         return DesignRead(ordering.design, REVIEWED, np.ones(n), labels, note)

@@ -162,7 +162,9 @@ def _own_samples(
     panel = Annotator(run, annotator, where=where if mine is None else mine, **options)
     if mine is not None:
         panel.assignment = describe(run)
+        panel.state.narrowed = f"{annotator}'s share of the assignment"
         panel._render_progress()
+        panel._render_live()
     return panel
 
 

@@ -87,6 +87,9 @@ class ReviewState:
     ``on_change`` callbacks run when another state of the same annotator saves.
     """
 
+    #: What narrowed the queue to part of the run, said by the live number when it does.
+    narrowed: str = "narrowed with where="
+
     def __init__(
         self,
         run: Run | str | os.PathLike[str],
@@ -202,7 +205,7 @@ class ReviewState:
         """The human pass rate per variant from this annotator's verdicts so far, with its
         interval (PPI where the run has a judge), and the labels a narrower one needs
         (:mod:`evalnb.review._live`)."""
-        return live_number(self.queue)
+        return live_number(self.queue, narrowed=self.narrowed)
 
     @property
     def count(self) -> int:

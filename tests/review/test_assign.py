@@ -74,6 +74,10 @@ def test_each_reviewer_walks_their_own_samples(tmp_path):
         panel.press("p")
     assert seen <= keys(mine)
     assert f"<b>3</b> of {len(mine)} of your samples" in panel.progress_label.value
+    # the live number says why it speaks of the reviewed samples only: her share
+    assert f"covers {len(mine)} of the 60 samples (ana&#x27;s share of the assignment)" in (
+        panel.live.value
+    )
     saved = evalnb.verdicts(run, annotator="ana")
     assert keys(saved) == seen
     # ben's panel: his own samples; a reviewer not named, and an explicit where=, see all
