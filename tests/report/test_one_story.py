@@ -8,31 +8,51 @@ import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import pytest
 
 import evalnb
 from evalnb.analysis._story import p_phrase
 from evalnb.report import render_report, report_markdown, report_text
+from evalnb.standin import StandIn
 
 SHOP = Path(__file__).resolve().parents[2] / "data" / "cases" / "shop.jsonl"
 
 
-def test_the_demo_comparison_tells_one_story_everywhere(standin, tmp_path: Path) -> None:
-    target = evalnb.OpenAIChat(standin.base_url, "shop-v1")
+@pytest.mark.parametrize(
+    ("seed", "deciding"),
+    [(0, "sign-flip over cases"), (39, "paired t across cases")],
+    ids=["the sign-flip's p decides", "the paired t's p decides"],
+)
+def test_the_demo_comparison_tells_one_story_everywhere(
+    seed: int, deciding: str, tmp_path: Path
+) -> None:
+    # A stand-in of its own: its draws depend only on its seed, so each seed pins which of the
+    # two tests has the larger p (seed 0: four differences of one sign, the sign-flip's 0.125
+    # above the t's; seed 39: the same signs spread widely, the t's 0.188 above 0.125).
+    with StandIn(seed=seed) as standin:
+        _tell_one_story(standin.base_url, deciding, tmp_path)
+
+
+def _tell_one_story(base_url: str, deciding: str, tmp_path: Path) -> None:
+    target = evalnb.OpenAIChat(base_url, "shop-v1")
     variants = [evalnb.Variant("v1"), evalnb.Variant("v2", params={"model": "shop-v2"})]
     result = evalnb.run(SHOP, target, variants=variants, repeats=5, out=tmp_path / "demo")
     run = evalnb.load(result.path)
     comparison = evalnb.compare(run, a="v1", b="v2")
     row = comparison.iloc[0]
     said = p_phrase(row)
-    # Four cases: the exact sign-flip test decides (its p at least 0.125, above the t test's),
-    # and the note says why no verdict can be reached. (The shared stand-in's draws depend on
-    # what other tests asked it before, so the p itself is not pinned: 1.000 when the cases'
-    # differences cancel.)
-    assert re.fullmatch(r"p = (0\.\d{3}|1\.000) \(sign-flip over cases\)", said), said
-    assert row["p_adjusted"] == row["p_exact"] >= max(row["p_value"], 0.125)
+    # Four cases: the verdict needs both the paired t and the exact sign-flip test, and its p is
+    # the larger of the two, named by its test; the note says why no verdict can be reached.
+    exact_decides = row["p_exact"] >= row["p_method"]
+    assert exact_decides == (deciding == "sign-flip over cases")
+    assert re.fullmatch(rf"p = (0\.\d{{3}}|1\.000) \({deciding}\)", said), said
+    assert row["p_adjusted"] == max(row["p_exact"], row["p_method"]) >= 0.125
     assert row["verdict"] == "can't tell yet"
-    assert row["interval_method"] == "sign-flip over cases, inverted"
-    assert row["low"] <= 0 <= row["high"]  # the inverted test's interval agrees with its verdict
+    assert not row["bounded"]  # no outcome on four cases reaches p < 0.05
+    assert row["interval_method"] == (
+        "sign-flip over cases, inverted" if exact_decides else "paired t across cases"
+    )
+    assert row["low"] <= 0 <= row["high"]  # the deciding test's interval agrees with its verdict
     note = row["note"]
     assert "can reach p < 0.05" in note
 
