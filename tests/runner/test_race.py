@@ -23,10 +23,10 @@ from tests.runner.test_until import shop_cases
 SHOP = [Variant(name.removeprefix("shop-"), params={"model": name}) for name in SLIP_RATES]
 
 
-def _race(standin, out, **kwargs):
+def _race(fresh_standin, out, **kwargs):
     evalnb.run(
         shop_cases(),
-        evalnb.OpenAIChat(standin.base_url, "shop-v1"),
+        evalnb.OpenAIChat(fresh_standin.base_url, "shop-v1"),
         variants=SHOP,
         repeats=2,
         out=out,
@@ -38,9 +38,11 @@ def _race(standin, out, **kwargs):
     return json.loads((out / "manifest.json").read_text())
 
 
-def test_an_eight_variant_shop_race_names_shop_v2_and_records_each_elimination(standin, tmp_path):
+def test_an_eight_variant_shop_race_names_shop_v2_and_records_each_elimination(
+    fresh_standin, tmp_path
+):
     out = tmp_path / "r"
-    manifest = _race(standin, out, concurrency=1)
+    manifest = _race(fresh_standin, out, concurrency=1)
     until = manifest["until"]
     looks = until["looks"]
     assert until["stopped"] == "decided" and until["rule"]["rule"] == "best"
@@ -69,12 +71,12 @@ def test_an_eight_variant_shop_race_names_shop_v2_and_records_each_elimination(s
     assert "v1 was eliminated after" in evalnb.report_text(evalnb.load(out))
 
 
-def test_a_race_with_eps_stops_once_the_pairs_left_are_within_it(standin, tmp_path):
+def test_a_race_with_eps_stops_once_the_pairs_left_are_within_it(fresh_standin, tmp_path):
     out = tmp_path / "r"
     pick = [v for v in SHOP if v.name in ("v1", "v3")]
     evalnb.run(
         shop_cases(60),
-        evalnb.OpenAIChat(standin.base_url, "shop-v1"),
+        evalnb.OpenAIChat(fresh_standin.base_url, "shop-v1"),
         variants=pick,
         repeats=5,
         out=out,
@@ -129,12 +131,14 @@ def _replayed(out, order, looks):
     return made
 
 
-def test_a_killed_race_resumes_and_ends_the_same(standin, tmp_path):
+def test_a_killed_race_resumes_and_ends_the_same(fresh_standin, tmp_path):
     out = tmp_path / "r"
     script = tmp_path / "killed.py"
     script.write_text(textwrap.dedent(_KILLED))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = subprocess.Popen([sys.executable, str(script), standin.base_url, str(out)], env=env)
+    child = subprocess.Popen(
+        [sys.executable, str(script), fresh_standin.base_url, str(out)], env=env
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if (out / "samples").is_dir() and len(store.sample_keys(out)) >= 120:
@@ -145,7 +149,7 @@ def test_a_killed_race_resumes_and_ends_the_same(standin, tmp_path):
     kept = len(store.sample_keys(out))
     before = json.loads((out / "manifest.json").read_text())
     assert before["status"] == "running" and kept >= 120
-    after = _race(standin, out, concurrency=1, seed=7, resume=True)
+    after = _race(fresh_standin, out, concurrency=1, seed=7, resume=True)
     until = after["until"]
     assert len(after["resumes"]) == 1 and until["stopped"] == "decided"
     assert until["order"] == before["until"]["order"]

@@ -36,12 +36,14 @@ def shop_cases(copies: int = COPIES) -> list[evalnb.Case]:
 VARIANTS = [Variant("v1"), Variant("v2", params={"model": "shop-v2"})]
 
 
-def test_a_shop_run_stops_early_with_a_verdict_and_compare_names_the_sequence(standin, tmp_path):
+def test_a_shop_run_stops_early_with_a_verdict_and_compare_names_the_sequence(
+    fresh_standin, tmp_path
+):
     out = tmp_path / "r"
     cases = shop_cases()
     evalnb.run(
         cases,
-        evalnb.OpenAIChat(standin.base_url, "shop-v1"),
+        evalnb.OpenAIChat(fresh_standin.base_url, "shop-v1"),
         variants=VARIANTS,
         repeats=3,
         out=out,
@@ -75,11 +77,11 @@ def test_a_shop_run_stops_early_with_a_verdict_and_compare_names_the_sequence(st
     assert "B better" in evalnb.compare(evalnb.load(out))._repr_html_()
 
 
-def test_samples_in_flight_finish_and_are_kept(standin, tmp_path):
+def test_samples_in_flight_finish_and_are_kept(fresh_standin, tmp_path):
     out = tmp_path / "r"
     evalnb.run(
         shop_cases(),
-        evalnb.OpenAIChat(standin.base_url, "shop-v1"),
+        evalnb.OpenAIChat(fresh_standin.base_url, "shop-v1"),
         variants=VARIANTS,
         repeats=3,
         out=out,
@@ -115,11 +117,11 @@ evalnb.run(cases, evalnb.OpenAIChat(sys.argv[1], "shop-v1"),
 """
 
 
-def test_a_killed_run_resumes_the_same_sequence(standin, tmp_path):
+def test_a_killed_run_resumes_the_same_sequence(fresh_standin, tmp_path):
     out = tmp_path / "r"
     script = tmp_path / "killed.py"
     script.write_text(textwrap.dedent(_KILLED.replace("COPIES", str(COPIES))))
-    child = subprocess.Popen([sys.executable, str(script), standin.base_url, str(out)])
+    child = subprocess.Popen([sys.executable, str(script), fresh_standin.base_url, str(out)])
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if (out / "samples").is_dir() and len(store.sample_keys(out)) >= 40:
@@ -134,7 +136,7 @@ def test_a_killed_run_resumes_the_same_sequence(standin, tmp_path):
 
     evalnb.run(
         shop_cases(),
-        evalnb.OpenAIChat(standin.base_url, "shop-v1"),
+        evalnb.OpenAIChat(fresh_standin.base_url, "shop-v1"),
         variants=VARIANTS,
         repeats=3,
         out=out,
@@ -162,8 +164,8 @@ def test_a_killed_run_resumes_the_same_sequence(standin, tmp_path):
     assert np.isfinite(seq["low"]).all()
 
 
-def test_rules_the_run_cannot_follow_are_refused(standin, tmp_path):
-    target = evalnb.OpenAIChat(standin.base_url, "shop-v1")
+def test_rules_the_run_cannot_follow_are_refused(fresh_standin, tmp_path):
+    target = evalnb.OpenAIChat(fresh_standin.base_url, "shop-v1")
     with pytest.raises(ArgumentError, match=r"'until' compares variants \['v1', 'v3'\]"):
         evalnb.run(
             shop_cases(1),
@@ -195,11 +197,11 @@ def test_rules_the_run_cannot_follow_are_refused(standin, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_cases_running_out_end_undecided_with_the_sequence_as_it_stands(standin, tmp_path):
+def test_cases_running_out_end_undecided_with_the_sequence_as_it_stands(fresh_standin, tmp_path):
     out = tmp_path / "r"
     evalnb.run(
         shop_cases(2),
-        evalnb.OpenAIChat(standin.base_url, "shop-v1"),
+        evalnb.OpenAIChat(fresh_standin.base_url, "shop-v1"),
         variants=VARIANTS,
         repeats=2,
         out=out,
@@ -217,7 +219,7 @@ def test_cases_running_out_end_undecided_with_the_sequence_as_it_stands(standin,
     with pytest.raises(evalnb.StoreError, match="the run's stopping rule was"):
         evalnb.run(
             shop_cases(2),
-            evalnb.OpenAIChat(standin.base_url, "shop-v1"),
+            evalnb.OpenAIChat(fresh_standin.base_url, "shop-v1"),
             variants=VARIANTS,
             repeats=2,
             out=out,
@@ -227,11 +229,11 @@ def test_cases_running_out_end_undecided_with_the_sequence_as_it_stands(standin,
         )
 
 
-def test_a_budget_ends_the_run_undecided(standin, tmp_path):
+def test_a_budget_ends_the_run_undecided(fresh_standin, tmp_path):
     out = tmp_path / "r"
     evalnb.run(
         shop_cases(),
-        evalnb.OpenAIChat(standin.base_url, "shop-v1"),
+        evalnb.OpenAIChat(fresh_standin.base_url, "shop-v1"),
         variants=VARIANTS,
         repeats=2,
         out=out,
