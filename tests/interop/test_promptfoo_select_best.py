@@ -5,6 +5,7 @@ promptfoo is hidden."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -81,6 +82,22 @@ def test_each_group_has_one_answer_selected_by_promptfoo(standin, tmp_path):
     assert set(evalnb.compare(run, a="prompt-1", b="prompt-2", check="select-best")["check"]) == {
         "select-best"
     }
+    from evalnb.report import report_text
+
+    assert "select-best" in report_text(run, baseline="prompt-1")
+    # A resumed complete run grades no group twice.
+    evalnb.run(
+        tmp_path / "suite/cases.yaml",
+        OpenAIChat(standin.base_url, "echo"),
+        variants=experiment.variants,
+        repeats=2,
+        out=tmp_path / "run",
+        resume=True,
+        judge=OpenAIChat(standin.base_url, "judge"),
+        progress=False,
+    )
+    again = evalnb.load(tmp_path / "run").checks
+    assert (again["check"] == "select-best").sum() == len(best)
 
 
 @needs_promptfoo
@@ -162,3 +179,57 @@ def test_without_promptfoo_they_are_listed_with_what_to_do(tmp_path, monkeypatch
     assert listed.count("select-best") == 4 and listed.count("max-score") == 4
     cases = evalnb.load_cases(tmp_path / "suite/cases.yaml")
     assert all(c.name not in ("select-best", "max-score") for case in cases for c in case.checks)
+
+
+@needs_promptfoo
+def test_a_group_missing_a_variant_is_graded_over_the_answers_present(standin, tmp_path):
+    """A variant a race eliminated (no sample) is not compared, and the evidence says so."""
+    from evalnb.checks import acompare, built_cases
+    from evalnb.runner._compared import stored_samples
+    from evalnb.runner._judging import judging
+
+    experiment = _imported(tmp_path)
+    judge = OpenAIChat(standin.base_url, "judge")
+    evalnb.run(
+        tmp_path / "suite/cases.yaml",
+        OpenAIChat(standin.base_url, "echo"),
+        variants=experiment.variants,
+        out=tmp_path / "run",
+        judge=judge,
+        progress=False,
+    )
+    samples = [s for s in stored_samples(tmp_path / "run") if s.variant != "prompt-2"]
+    cases = {c.id: c.checks for c in built_cases(evalnb.load_cases(tmp_path / "suite/cases.yaml"))}
+    variants = ["prompt-1", "prompt-2", "prompt-3"]
+
+    async def graded():
+        async with judging(judge):
+            return await acompare({"test-1": cases["test-1"]}, samples, variants)
+
+    results = asyncio.run(graded())
+    best = {s.variant: r for s, r in results if r.check == "select-best"}
+    assert set(best) == {"prompt-1", "prompt-3"}
+    evidence = json.loads(best["prompt-1"].evidence)
+    assert evidence["compared"] == ["prompt-1", "prompt-3"] and evidence["missing"] == ["prompt-2"]
+    # test-1 asks for the answer that mentions "child": neither does; one is still chosen.
+    assert [r.outcome for r in best.values()].count(True) == 1
+
+
+def test_the_standins_judge_picks_by_content_not_by_order(standin):
+    """The stand-in's answer to promptfoo's comparison prompt names the same text whichever
+    order the texts come in."""
+    import httpx
+
+    def asked(texts: list[str]) -> str:
+        pieces = "".join(f'<Text index="{i}">\n{t}\n</Text>\n\n' for i, t in enumerate(texts))
+        prompt = (
+            "You are comparing multiple pieces of text to see which best fits the following "
+            f'criteria: mentions "rain"\n\nHere are the pieces of text:\n\n{pieces}'
+            "Output the index of the text that best fits the criteria."
+        )
+        body = {"model": "judge", "messages": [{"role": "system", "content": prompt}]}
+        reply = httpx.post(standin.base_url + "/chat/completions", json=body, timeout=10).json()
+        return texts[int(reply["choices"][0]["message"]["content"])]
+
+    texts = ["Sunny all day.", "Rain by noon, then clear.", "Rain."]
+    assert asked(texts) == asked(texts[::-1]) == "Rain."
