@@ -15,6 +15,7 @@ import evalnb
 from evalnb._exceptions import TargetError
 from evalnb.checks._promptfoo import find_promptfoo
 from evalnb.interop import import_promptfoo
+from evalnb.store import diagnose
 from evalnb.targets import Function, OpenAIChat
 
 DATA = Path(__file__).parents[1] / "data"
@@ -98,6 +99,8 @@ def test_each_group_has_one_answer_selected_by_promptfoo(standin, tmp_path):
     )
     again = evalnb.load(tmp_path / "run").checks
     assert (again["check"] == "select-best").sum() == len(best)
+    # The group results are their own committed part: nothing for the doctor to repair.
+    assert list(diagnose(tmp_path / "run")) == []
 
 
 @needs_promptfoo
