@@ -236,3 +236,42 @@ def test_the_standins_judge_picks_by_content_not_by_order(standin):
 
     texts = ["Sunny all day.", "Rain by noon, then clear.", "Rain."]
     assert asked(texts) == asked(texts[::-1]) == "Rain."
+
+
+@needs_promptfoo
+def test_a_race_grades_each_group_over_the_variants_still_running(standin, tmp_path):
+    """until=Best() eliminates variants: a later case's group compares the answers of the
+    variants still in the race, and its evidence names the eliminated ones as missing."""
+    from tests.runner.test_race import SHOP
+    from tests.runner.test_until import shop_cases
+
+    assertion = {"type": "select-best", "value": "the briefest answer"}
+    select_best = {"type": "promptfoo", "name": "select-best", "assertion": assertion}
+    evalnb.run(
+        shop_cases(),
+        OpenAIChat(standin.base_url, "shop-v1"),
+        variants=SHOP,
+        repeats=2,
+        out=tmp_path / "r",
+        progress=False,
+        seed=3,
+        concurrency=1,
+        until=evalnb.Best(),
+        checks=[select_best],
+        judge=OpenAIChat(standin.base_url, "judge"),
+    )
+    run = evalnb.load(tmp_path / "r")
+    best = run.checks[run.checks["check"] == "select-best"]
+    assert len(best) == len(run.samples)  # one outcome per sample, none for a sample not run
+    names = [v.name for v in SHOP]
+    missing_seen = False
+    for (case_id, repeat), group in best.groupby(["case_id", "repeat"]):
+        evidence = [json.loads(e) for e in group["evidence"]]
+        ran = sorted(group["variant"])
+        assert all(sorted(e["compared"] + e["incomplete"]) == ran for e in evidence)
+        assert all(sorted(e["missing"]) == sorted(set(names) - set(ran)) for e in evidence)
+        missing_seen = missing_seen or bool(evidence[0]["missing"])
+        answered = [e for e in evidence if len(e["compared"]) >= 2]
+        if answered:
+            assert group["outcome"].sum() == 1, (case_id, repeat)
+    assert missing_seen  # the race did eliminate variants before its last case
