@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from evalnb._types import CheckResult, Sample
 from evalnb.checks._base import Check, Outcome
@@ -90,13 +90,15 @@ async def acompare(
         ordered = _order(members, variants)
         for check in checks[case_id]:
             if compares(check) and (case_id, repeat, check.name) not in done:
-                outcomes = await _group(check, ordered, variants, others or {})
+                grader = cast(Comparing, check)
+                outcomes = await _group(grader, check.name, ordered, variants, others or {})
                 out += [(s, _result(check, o)) for s, o in zip(ordered, outcomes, strict=True)]
     return out
 
 
 async def _group(
-    check: Any,
+    check: Comparing,
+    name: str,
     samples: list[Sample],
     variants: Sequence[str],
     others: Mapping[Key, Sequence[CheckResult]],
@@ -112,8 +114,12 @@ async def _group(
     chosen: dict[str, Outcome] = {}
     if len(answered) >= 2:
         rows = [others.get((s.case_id, s.variant, s.repeat), ()) for s in answered]
-        rows = [[r for r in row if r.check != check.name] for row in rows]
-        graded = await check.compare(answered, rows)
+        rows = [[r for r in row if r.check != name] for row in rows]
+        try:
+            graded = await check.compare(answered, rows)
+        except Exception as exc:  # one group's failure is its outcome, never the run's end
+            failed = Outcome(False, f"check raised {type(exc).__name__}: {exc}")
+            graded = [failed] * len(answered)
         chosen = {s.variant: o for s, o in zip(answered, graded, strict=True)}
     outcomes = []
     for sample in samples:
