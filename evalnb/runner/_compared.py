@@ -11,15 +11,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from evalnb import store
 from evalnb._types import Action, CheckResult, Sample, ToolCall
 from evalnb.checks import Check, acompare, comparing_checks
 
-__all__ = ["compared", "others_of", "stored_samples"]
+__all__ = ["compared", "others_of", "stored_results", "stored_samples"]
 
+#: The columns of a stored check result a comparing check may read.
 _CHECK_COLUMNS = ["case_id", "variant", "repeat", "check", "check_type", "outcome", "detail"]
+_CHECK_COLUMNS += ["evidence", "score"]
 
 
 def stored_samples(run_dir: Path, cases: Iterable[str] | None = None) -> list[Sample]:
@@ -40,9 +41,16 @@ def stored_samples(run_dir: Path, cases: Iterable[str] | None = None) -> list[Sa
     return out
 
 
-def _results(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str, int], list[CheckResult]]:
+def stored_results(
+    run_dir: Path, cases: Iterable[str] | None = None
+) -> dict[tuple[str, str, int], list[CheckResult]]:
+    """The run's own check results by sample key (only those of ``cases`` when given)."""
+    wanted = None if cases is None else set(cases)
+    table = store.read_table(run_dir, "checks", _CHECK_COLUMNS, scoring="run")
     out: dict[tuple[str, str, int], list[CheckResult]] = defaultdict(list)
-    for row in rows:
+    for row in table.to_pylist():
+        if wanted is not None and row["case_id"] not in wanted:
+            continue
         result = CheckResult(
             row["check"],
             row["check_type"],
@@ -64,18 +72,15 @@ async def compared(
     if not cases:
         return []
     samples = stored_samples(run_dir, cases)
-    wanted = set(cases)
-    columns = [*_CHECK_COLUMNS, "evidence", "score"]
-    rows = [
-        r
-        for r in store.read_table(run_dir, "checks", columns, scoring="run").to_pylist()
-        if r["case_id"] in wanted
-    ]
+    results = stored_results(run_dir, cases)
     names = {c: {k.name for k in by_case[c] if getattr(k, "compares", False)} for c in cases}
     graded = {
-        (r["case_id"], r["repeat"], r["check"]) for r in rows if r["check"] in names[r["case_id"]]
+        (case_id, repeat, r.check)
+        for (case_id, _, repeat), rows in results.items()
+        for r in rows
+        if r.check in names[case_id]
     }
-    return await acompare(by_case, samples, variants, _results(rows), graded)
+    return await acompare(by_case, samples, variants, results, graded)
 
 
 def others_of(
