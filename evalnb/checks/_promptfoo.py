@@ -59,7 +59,7 @@ from evalnb.checks._promptfoo_compare import (
     select_best,
 )
 
-__all__ = ["COMPARING", "WORKER_MEMORY_MB", "PromptfooCheck", "PromptfooEngine", "find_promptfoo"]
+__all__ = ["WORKER_MEMORY_MB", "PromptfooCheck", "PromptfooEngine", "find_promptfoo"]
 
 #: The address space of the grading process, in MB (V8 reserves far more than it uses).
 WORKER_MEMORY_MB = 8192

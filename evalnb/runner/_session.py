@@ -6,6 +6,8 @@ A call of :func:`arun` is a :class:`_Session` taken through its phases, in order
     open      the run directory, its lock, manifest and cases; the target and the judge
     execute   the pending keys, ``concurrency`` at a time (or as shards on a cluster),
               each sample written as it finishes (:class:`_Execution`)
+    compare   once every key is written, the checks that compare the variants' answers
+              of a case and repeat (``select-best``), one pass over the groups
     finish    what is buffered, then the final status in the manifest; the result
 
 :func:`run` is :func:`arun` made blocking (:func:`~evalnb.runner._blocking.blocking`). The
