@@ -44,6 +44,7 @@ from evalnb.checks._base import (
     check_types,
     register,
 )
+from evalnb.checks._compare import acompare, comparing_checks
 from evalnb.checks._engine import (
     arun_checks,
     as_check,
@@ -78,6 +79,7 @@ __all__ = [
     "PromptfooEngine",
     "SpecCheck",
     "Unscored",
+    "acompare",
     "arun_checks",
     "as_check",
     "bind_check",
@@ -86,6 +88,7 @@ __all__ = [
     "built_cases",
     "check_types",
     "checks_for",
+    "comparing_checks",
     "find_promptfoo",
     "load_functions",
     "openai_grader_problem",

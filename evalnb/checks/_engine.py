@@ -263,9 +263,10 @@ async def arun_checks(
     """Run every check on ``sample`` so that all problems are seen.
 
     An incomplete sample fails every applicable check (detail names its status; a graded
-    check scores 0) and leaves the others unscored; an exception inside a check is a
-    failure naming it. A check may be async (the judge): it is awaited. Specs and
-    callables are built first, and bound to ``case`` when it is given.
+    check scores 0) and leaves the others unscored; a check that compares the variants'
+    answers (``compares``) is left out: :func:`~evalnb.checks.acompare` grades its group;
+    an exception inside a check is a failure naming it. A check may be async (the judge):
+    it is awaited. Specs and callables are built first, and bound to ``case`` when given.
     """
     results = []
     for given in checks:
@@ -275,6 +276,8 @@ async def arun_checks(
                 check = bind_check(check, case)
         else:
             check = build_check(given, case=case)
+        if getattr(check, "compares", False):
+            continue  # graded over its group of answers (checks/_compare.py)
         outcome = _before(check, sample)
         if outcome is None:
             try:

@@ -19,6 +19,10 @@ provider that asks evalnb: evalnb sends promptfoo's grading prompt to the run's 
 (:data:`~evalnb.checks._judge.JUDGE`: the run's OpenAI-compatible server or ``--judge``)
 and hands the reply back, so the grader reaches that address and no other.
 
+``select-best`` and ``max-score`` compare the variants' answers to one case in one repeat: such
+a check is graded once per group (:mod:`evalnb.checks._compare`), select-best by promptfoo's
+own comparison in the same worker (:mod:`evalnb.checks._promptfoo_compare`).
+
 :func:`find_promptfoo` says where promptfoo is: ``EVALNB_PROMPTFOO`` (a package folder, or
 ``off`` to hide it), the user's own ``promptfoo`` on ``PATH``, or the one ``make`` pins under
 ``build/promptfoo``.
@@ -38,15 +42,22 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalnb._exceptions import ArgumentError, TargetError
-from evalnb._types import Case, Request, Sample, Variant
+from evalnb._types import Case, CheckResult, Request, Sample, Variant
 from evalnb.checks._base import Outcome, SpecCheck, register
 from evalnb.checks._javascript import node_path, permission_flag
+from evalnb.checks._promptfoo_compare import (
+    COMPARING,
+    assertion_types,
+    components,
+    max_score,
+    select_best,
+)
 
 __all__ = ["WORKER_MEMORY_MB", "PromptfooCheck", "PromptfooEngine", "find_promptfoo"]
 
@@ -93,7 +104,21 @@ const grade = async (req) => {
   const r = req.assertion.type === 'assert-set'
     ? await pf.assertions.runAssertions({ ...given, test: { ...test, assert: [req.assertion] } })
     : await pf.assertions.runAssertion({ ...given, assertion: req.assertion });
-  return { pass: r.pass, score: r.score, reason: String(r.reason || '') };
+  const components = (r.componentResults || []).filter((c) => c.assertion)
+    .map((c) => ({ type: c.assertion.type, score: c.score }));
+  return { pass: r.pass, score: r.score, reason: String(r.reason || ''), components };
+};
+// select-best: promptfoo's own comparison (matchesSelectBest, exported as
+// matchesComparisonBoolean) over the group's answers, as runCompareAssertion calls it.
+const compare = async (req) => {
+  const a = req.assertion;
+  if (typeof a.value !== 'string') throw new Error('select-best must have a string value');
+  const options = req.test.options || {};
+  const rubricPrompt = a.rubricPrompt || options.rubricPrompt;
+  const grading = { ...options, provider: judge, rubricPrompt };
+  const rs = await pf.assertions.matchesComparisonBoolean(a.value, req.outputs, grading,
+    req.test.vars, {});
+  return rs.map((r) => ({ pass: r.pass, score: r.score, reason: String(r.reason || '') }));
 };
 const rl = readline.createInterface({ input: process.stdin });
 rl.on('line', (line) => {
@@ -104,7 +129,7 @@ rl.on('line', (line) => {
     resolve(msg.error ? { error: msg.error } : { output: msg.judge_reply });
     return;
   }
-  grade(msg).then((done) => write({ done }),
+  (msg.outputs ? compare(msg) : grade(msg)).then((done) => write({ done }),
     (e) => write({ error: String(e && e.message ? e.message : e).split('\n')[0] }));
 });
 // evalnb ended (or closed the pipe): so does the worker.
@@ -327,6 +352,8 @@ class PromptfooCheck(SpecCheck):
     reads_case = True
 
     def validate(self, where: str) -> None:
+        # select-best and max-score compare the variants' answers: graded per group.
+        self.compares = self.values["assertion"]["type"] in COMPARING
         self.engine = find_promptfoo()
         if self.engine is None:
             raise ArgumentError(
@@ -362,8 +389,27 @@ class PromptfooCheck(SpecCheck):
         score = done.get("score")
         kept = float(score) if isinstance(score, int | float) and 0 <= score <= 1 else None
         evidence["reason"] = done.get("reason")
+        evidence["score"] = score  # as promptfoo gave it (max-score reads it)
+        if done.get("components"):
+            evidence["components"] = done["components"]  # an assert-set's, one by one
         detail = "" if done.get("pass") else str(done.get("reason") or "")[:300]
         return Outcome(bool(done.get("pass")), detail, evidence, kept)
+
+    async def compare(
+        self, samples: Sequence[Sample], others: Sequence[Sequence[CheckResult]]
+    ) -> list[Outcome]:
+        """The outcome of each of a group's answers (see :mod:`evalnb.checks._compare`):
+        select-best graded by promptfoo in the worker, max-score by promptfoo's formula."""
+        assert self.engine is not None
+        assertion, case = self.values["assertion"], self.bound_case()
+        if assertion["type"] == "max-score":
+            types = assertion_types(case)
+            rows = [components(row, types) for row in others]
+            return max_score(assertion, rows, self.engine.name)
+        asked: list[dict[str, Any]] = []
+        judge = _judge_call(asyncio.get_running_loop(), samples[0], asked)
+        grade = functools.partial(_PROCESS.grade, self.engine, judge=judge)
+        return await select_best(assertion, case, self.engine.name, samples, grade, asked)
 
 
 def _judge_call(

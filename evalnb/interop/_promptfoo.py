@@ -32,7 +32,13 @@ from evalnb._types import chat_prompt, render_template
 from evalnb.cases import read_yaml, safe_loader
 from evalnb.checks import PromptfooEngine, find_promptfoo
 from evalnb.interop._bounded import Limits, Sources
-from evalnb.interop._promptfoo_engine import COMPARED, MODEL_GRADED, engine_reason, engine_spec
+from evalnb.interop._promptfoo_engine import (
+    COMPARED,
+    COMPARED_BY,
+    MODEL_GRADED,
+    engine_reason,
+    engine_spec,
+)
 from evalnb.interop._promptfoo_graders import (
     CODE,
     GRADERS,
@@ -228,8 +234,7 @@ class _Importer:
         raw = self.resolved(raw, where)
         kind = raw["type"]
         if kind in COMPARED:
-            self.notes.refuse(kind, where, COMPARED[kind])
-            return None
+            return self.compared(raw, where, transforms)
         own = raw.get("transform")
         if own is not None and not isinstance(own, str):
             raise source_error(self.path, f"{where}: 'transform' must be text; got {own!r}")
@@ -239,6 +244,26 @@ class _Importer:
         spec = self.translated(raw, where, context, transforms)
         if spec is not None:
             self.fallback.append(Note(kind, where, f"graded by evalnb's translation: {why}"))
+        return spec
+
+    def compared(
+        self, raw: dict[str, Any], where: str, transforms: list[str]
+    ) -> dict[str, Any] | None:
+        """select-best / max-score: one check over the variants' answers of each case and
+        repeat where promptfoo is here; refused (saying what to do) where it is not."""
+        kind = raw["type"]
+        if self.engine is None:
+            self.notes.refuse(kind, where, COMPARED[kind])
+            return None
+        spec = self.by_engine(raw, where, self.engine)
+        how = COMPARED_BY[kind].format(engine=self.engine.name)
+        self.notes.mapped[-1] = Note(kind, where, how)  # by_engine's note, for a group
+        if kind == "max-score":
+            self.fallback.append(Note(kind, where, how))
+        if transforms:
+            self.notes.approximate(
+                kind, where, f"compares the answers before the output transform {transforms[-1]!r}"
+            )
         return spec
 
     def by_engine(self, raw: dict[str, Any], where: str, engine: PromptfooEngine) -> dict[str, Any]:

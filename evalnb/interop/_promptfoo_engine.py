@@ -18,7 +18,7 @@ from typing import Any
 
 from evalnb.checks import PromptfooEngine
 
-__all__ = ["COMPARED", "KEPT", "MODEL_GRADED", "engine_reason", "engine_spec"]
+__all__ = ["COMPARED", "COMPARED_BY", "KEPT", "MODEL_GRADED", "engine_reason", "engine_spec"]
 
 #: Assertion types evalnb's own checks grade even with promptfoo here, and why.
 KEPT = {
@@ -27,18 +27,31 @@ KEPT = {
     "cost": "evalnb prices the answer's token usage from a price table",
 }
 
-#: Assertions that compare the answers of several variants, not one answer, and what to do.
+#: Assertions that compare the answers of several variants (of one case and repeat), not one
+#: answer: graded over each group once the run is complete (evalnb/checks/_compare.py), one
+#: outcome per sample. Without promptfoo they are refused, each with what to do.
 COMPARED = {
-    "select-best": "it picks the best of the variants' answers, which no per-sample check sees: "
-    "compare the variants with evalnb's paired comparison, or grade each with llm-rubric",
-    "max-score": "it picks the variant with the highest score: evalnb's paired comparison of "
-    "the variants' rates does this",
+    "select-best": "it picks the best of the variants' answers with promptfoo's own comparison: "
+    "install promptfoo (`make promptfoo`, or npm install promptfoo) and import again",
+    "max-score": "it picks the variant whose other assertions promptfoo scores highest: "
+    "install promptfoo (`make promptfoo`, or npm install promptfoo) and import again",
+}
+
+#: How each compared assertion is graded where promptfoo is here.
+COMPARED_BY = {
+    "select-best": "graded by {engine} (assertions.matchesComparisonBoolean) over the variants' "
+    "answers of each case and repeat, once the run is complete; passed = this variant's "
+    "answer was selected",
+    "max-score": "graded by evalnb over the variants' answers of each case and repeat, once the "
+    "run is complete, with promptfoo's max-score formula on the scores {engine} gave the other "
+    "assertions (promptfoo does not export its max-score function)",
 }
 
 #: promptfoo's model-graded assertions: their grading prompt goes to the run's judge.
 MODEL_GRADED = frozenset(
     {
         "llm-rubric",
+        "select-best",
         "model-graded-closedqa",
         "model-graded-factuality",
         "factuality",

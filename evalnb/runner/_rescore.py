@@ -14,35 +14,27 @@ from typing import Any
 
 from evalnb import store
 from evalnb._exceptions import ArgumentError, CasesError, StoreError
-from evalnb._types import Action, Case, Sample, ToolCall
+from evalnb._types import Case, Sample
 from evalnb.cases import cases_from_manifest, file_sha256, load_cases
 from evalnb.checks import (
     CheckSpec,
+    acompare,
     arun_checks,
     build_checks,
     built_cases,
     checks_for,
+    comparing_checks,
     load_functions,
     require_trust,
 )
 from evalnb.runner._blocking import blocking
+from evalnb.runner._compared import others_of, stored_samples
 from evalnb.runner._judging import judging, require_judge
 from evalnb.targets import Target
 
 __all__ = ["ascore", "score"]
 
 _LABEL_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-
-
-def _samples(run_dir: Path) -> list[Sample]:
-    rows = store.read_table(run_dir, "samples").to_pylist()
-    for row in rows:
-        row["tool_calls"] = tuple(ToolCall(**c) for c in row["tool_calls"] or ())
-        for key in ("requested", "executed"):
-            row[key] = tuple(Action(**a) for a in row[key] or ())
-        if row["choice_order"] is not None:
-            row["choice_order"] = tuple(row["choice_order"])
-    return [Sample(**row) for row in rows]
 
 
 async def ascore(
@@ -136,7 +128,7 @@ async def _score_locked(
         raise StoreError(
             f"{folder}: a scoring labelled {label!r} exists already; choose a new label"
         )
-    samples = _samples(run_dir)
+    samples = stored_samples(run_dir)
     planned = len((manifest.get("order") or {}).get("planned") or ())
     status = manifest.get("status")
     covers_all = status == "complete" and len(samples) >= planned
@@ -152,14 +144,21 @@ async def _score_locked(
     folder.parent.mkdir(mode=0o700, exist_ok=True)
     folder.mkdir(mode=0o700)
     writer = store.RunWriter(run_dir)
+    grouped = {c for c, checks in by_case.items() if comparing_checks([checks])}
+    kept_for_groups: list[tuple[Sample, Any]] = []
     async with judging(judge):
         batch: list[tuple[Sample, Any]] = []
         for sample in samples:
             results = await arun_checks(by_case[sample.case_id], sample)
             batch.extend((sample, result) for result in results)
+            if sample.case_id in grouped:
+                kept_for_groups.extend((sample, result) for result in results)
             if len(batch) >= 5000:
                 writer.write_checks(folder, batch)
                 batch = []
+        # The checks that compare the variants' answers of a case and repeat: per group.
+        variants = [str(v.get("name")) for v in manifest.get("variants") or ()]
+        batch += await acompare(by_case, samples, variants, others_of(kept_for_groups))
         if batch:
             writer.write_checks(folder, batch)
     store.write_json_atomic(

@@ -6,6 +6,8 @@ A call of :func:`arun` is a :class:`_Session` taken through its phases, in order
     open      the run directory, its lock, manifest and cases; the target and the judge
     execute   the pending keys, ``concurrency`` at a time (or as shards on a cluster),
               each sample written as it finishes (:class:`_Execution`)
+    compare   once every key is written, the checks that compare the variants' answers
+              of a case and repeat (``select-best``), one pass over the groups
     finish    what is buffered, then the final status in the manifest; the result
 
 :func:`run` is :func:`arun` made blocking (:func:`~evalnb.runner._blocking.blocking`). The
@@ -43,11 +45,13 @@ from evalnb.checks import (
     CheckSpec,
     arun_checks,
     checks_for,
+    comparing_checks,
     load_functions,
     require_trust,
 )
 from evalnb.runner._blocking import blocking
 from evalnb.runner._budget import Budget
+from evalnb.runner._compared import compared
 from evalnb.runner._judging import embeddings_of, judge_target, judging, require_judge
 from evalnb.runner._manifest import check_same_target, new_manifest
 from evalnb.runner._result import RunResult, Tally
@@ -547,6 +551,19 @@ class _Session:
         decided = self.watch is not None and self.watch.decided
         return "interrupted" if self.budget.reached and not decided else "complete"
 
+    async def compare(self, opened: _Opened, execution: _Execution) -> None:
+        """Grade the checks that compare the variants' answers of each case and repeat
+        (``select-best``), once every sample is written: over the stored samples, an
+        earlier session's too; a group graded already is left alone."""
+        if not comparing_checks(self.by_case.values()):
+            return
+        execution.flush()
+        variants = [v.name for v in self.design.variants]
+        results = await compared(opened.path, self.by_case, variants)
+        execution.writer.write_group_checks(results)
+        if execution.tally is not None:
+            execution.tally.add([], results)
+
     def finish(self, opened: _Opened, execution: _Execution, status: str) -> None:
         """Write what is buffered, then the run's status, judge calls, budget and cache into
         the manifest; runs however the execution ended."""
@@ -753,7 +770,10 @@ async def _drive(
             )
             status = "interrupted"  # until execute has run every key
             try:
-                status = await session.execute(opened, execution, progress)
+                done = await session.execute(opened, execution, progress)
+                if done == "complete":
+                    await session.compare(opened, execution)
+                status = done
             finally:
                 session.finish(opened, execution, status)
     return session.result(opened, status)

@@ -14,6 +14,12 @@ that hold (N when there are none and the answer is not empty), and it replies ``
 k``: unclear (no grade line) with probability 0.05, otherwise one grade off (towards the
 middle) with probability 0.05. So with one rule and N = 5 the true grades are 5 and 1,
 stated 4 and 2 when off: a threshold of 0.5 still separates them.
+
+Asked to compare (promptfoo's ``select-best`` prompt: "which best fits the following
+criteria", then ``<Text index="i">`` pieces), it replies with the index of the piece that
+holds most of the criteria's rules; among equals, the shortest piece, then the first in
+text order, so the choice does not depend on the order the pieces come in. A comparison has
+no flaws: two graders that ask it the same question get the same index, whatever draw it is.
 """
 
 from __future__ import annotations
@@ -29,6 +35,33 @@ _MUST = re.compile(r'\b(?:mentions|names|includes)\s+"([^"]+)"', re.IGNORECASE)
 _MUST_NOT = re.compile(r'\b(?:never says|avoids|does not say)\s+"([^"]+)"', re.IGNORECASE)
 _PARTS = re.compile(r"Rubric:\n(?P<rubric>.*?)\n\nQuestion:\n.*?\n\nAnswer:\n(?P<answer>.*)", re.S)
 _SCALE = re.compile(r"on a scale of 1 \(worst\) to (\d+)")
+_COMPARE = re.compile(
+    r"which best fits the following criteria: (?P<criteria>.*?)\n\nHere are", re.S
+)
+_PIECE = re.compile(r'<Text index="(\d+)">\n?(.*?)\n?</Text>', re.S)
+
+
+def _held(rules: tuple[list[str], list[str]], text: str) -> int:
+    """How many of the rules (must mention, must not say) ``text`` holds."""
+    folded = text.casefold()
+    must, must_not = rules
+    return sum(x.casefold() in folded for x in must) + sum(
+        y.casefold() not in folded for y in must_not
+    )
+
+
+def _best(prompt: str) -> Reply | None:
+    """The index a comparison asks for, or None when ``prompt`` is not one."""
+    asked = _COMPARE.search(prompt)
+    if asked is None:
+        return None
+    criteria = asked["criteria"]
+    rules = (_MUST.findall(criteria), _MUST_NOT.findall(criteria))
+    pieces = [(int(i), text.strip()) for i, text in _PIECE.findall(prompt)]
+    if not pieces:
+        return Reply("There is nothing to compare.")
+    index, _ = min(pieces, key=lambda p: (-_held(rules, p[1]), len(p[1]), p[1], p[0]))
+    return Reply(str(index))
 
 
 class Judge:
@@ -38,6 +71,9 @@ class Judge:
     error_rate = 0.05
 
     def respond(self, messages: Messages, params: Params, rng: random.Random) -> Reply:
+        best = _best("\n".join(text_of(m) for m in messages))
+        if best is not None:
+            return best
         parts = _PARTS.search(last_user_text(messages))
         if parts is None:
             return Reply("I was not given a rubric and an answer to grade.")

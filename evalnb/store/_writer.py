@@ -111,6 +111,16 @@ class RunWriter:
         self._write("samples", sample_part, name)
         return list(samples), list(checks)
 
+    def write_group_checks(self, checks: Sequence[tuple[Sample, CheckResult]]) -> None:
+        """Write check results of samples stored earlier (a check graded over a group of
+        them): the checks part, then an empty samples part of the same name, its commit."""
+        if not checks:
+            return
+        name = f"part-{self.token}-{self.sequence:06d}.parquet"
+        self.sequence += 1
+        self._write("checks", checks_table(checks), name)
+        self._write("samples", samples_table([]), name)
+
     def write_cases(self, cases: Sequence[Any]) -> None:
         """Write the case definitions as ``cases/part-<token>.parquet`` (once, as a run
         starts) and an empty ``verdicts/schema.parquet``, so globs over both work."""

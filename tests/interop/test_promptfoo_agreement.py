@@ -39,6 +39,7 @@ CONFIGS = [
     PEERS / "more/promptfoo_results/greeting-4-providers/promptfooconfig.yaml",
     DATA / "promptfoo_features/features/promptfooconfig.yaml",
     DATA / "promptfoo_features/chat/promptfooconfig.yaml",
+    DATA / "promptfoo_features/select_best/promptfooconfig.yaml",
 ]
 #: What a fixed answer cannot share: the price promptfoo's echo provider reports (0) is not
 #: the price of evalnb's fixed-answer target (none), so a cost assertion is left out.

@@ -51,9 +51,10 @@ def test_every_assertion_is_graded_by_promptfoo_and_says_so(tmp_path):
     assert engine is not None and result.engine == engine.name == "promptfoo 0.121.20"
     record = json.loads((tmp_path / "suite/imported.json").read_text())
     assert record["engine"] == engine.name and record["fallback"] == []
-    # select-best compares variants: refused, saying what to do instead, in one line.
-    refused = {u.name: u.reason for u in result.unsupported}
-    assert list(refused) == ["select-best"] and "paired comparison" in refused["select-best"]
+    # select-best compares the variants' answers: graded by promptfoo too, per group.
+    assert result.unsupported == []
+    mapped = {n.name: n.how for n in result.mapped}
+    assert "matchesComparisonBoolean" in mapped["select-best"]
     cases = {c.id: c for c in evalnb.load_cases(tmp_path / "suite/cases.yaml")}
     # The bare prompt path is read as the file, as promptfoo reads it.
     experiment = evalnb.load_experiment(tmp_path / "suite/experiment.toml")
@@ -63,6 +64,7 @@ def test_every_assertion_is_graded_by_promptfoo_and_says_so(tmp_path):
     assert {"type": "icontains", "value": "volcanoes"} in csv_checks
     types = {c.spec["assertion"]["type"] for case in cases.values() for c in case.checks}
     assert types >= {"rouge-n", "factuality", "levenshtein", "assert-set", "g-eval", "javascript"}
+    assert "select-best" in types
     assert {c.type for case in cases.values() for c in case.checks} == {"promptfoo"}
 
 
