@@ -42,6 +42,16 @@ SCORERS = {
     "none": "no check (score later with evalnb score)",
 }
 _FIELDS = ("input", "target", "choices", "id", "metadata")
+#: Fields that mean something to the tool that wrote the file (DeepEval's goldens and test
+#: cases) but that no evalnb check reads: kept as metadata, and each said so.
+_UNGRADED = {
+    "actual_output": "answers the file recorded: a run asks the target again",
+    "tools_called": "tool calls the file recorded: a run records its own",
+    "expected_tools": "the tools each case expects: no tool check is made from them "
+    "(write required_action checks)",
+    "retrieval_context": "the retrieved context RAG metrics read: no check reads it",
+    "context": "the ideal context RAG metrics read: no check reads it",
+}
 _LEFT_OUT = ("files", "setup", "sandbox")
 
 
@@ -260,7 +270,29 @@ def _mapped(
     for key in ("input", "target", "choices", "id"):
         if spec[key] != key:
             notes.map(f"field {key}", str(path), f"read from {spec[key]!r}")
-    notes.map(f"scorer {used}", str(path), SCORERS[used])
+    if scorer is None:
+        notes.approximate(
+            f"scorer {used}",
+            str(path),
+            f"{SCORERS[used]}: evalnb's default, as a dataset names no scorer (the task's "
+            "is in its code, which is not read); say which with --scorer",
+        )
+    else:
+        notes.map(f"scorer {used}", str(path), SCORERS[used])
+    kept: dict[str, int] = {}
+    for case in cases:
+        for key in case.get("metadata") or {}:
+            kept[key] = kept.get(key, 0) + 1
+    if kept:
+        names = ", ".join(f"{k} ({n})" if n < len(cases) else k for k, n in kept.items())
+        notes.map(
+            "metadata",
+            str(path),
+            f"kept with each case, as Inspect keeps them; no check reads them: {names}",
+        )
+    for key, why in _UNGRADED.items():
+        if key in kept and key not in (spec["input"], spec["target"]):
+            notes.approximate(key, str(path), f"kept as metadata, not graded: {why}")
     parts = sum(
         1
         for c in cases
