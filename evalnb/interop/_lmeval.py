@@ -336,6 +336,13 @@ def _build(
     path = task.path
     for key in sorted(set(config) - _READ, key=str):
         task.notes.refuse(key, task.where, "this task field has no evalnb counterpart")
+    if config.get("should_decontaminate"):
+        task.notes.refuse(
+            "should_decontaminate",
+            task.where,
+            "evalnb does not look for the documents in training data (lm-eval's "
+            "decontamination report); the scores are the same",
+        )
     hooks = [k for k, v in config.items() if isinstance(v, _Function)]
     for key in hooks:
         task.notes.refuse(
