@@ -10,6 +10,7 @@ mapped go to the case's ``metadata``. The check stands for the task's scorer
 from __future__ import annotations
 
 import os
+import string
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,8 @@ __all__ = ["SCORERS", "import_inspect"]
 #: Inspect scorers and the evalnb check that stands for each.
 SCORERS = {
     "choice": "choice (the letter the answer picks)",
-    "match": "regex: the target at the end of the answer, ignoring case (match())",
+    "match": "regex: the target at the end of the answer, ignoring case and the "
+    "punctuation and whitespace at both ends (match())",
     "includes": "includes: the target anywhere in the answer (includes())",
     "exact": "equals (exact())",
     "model_graded_fact": "judge: agrees with the target (model_graded_fact())",
@@ -55,13 +57,22 @@ _UNGRADED = {
 _LEFT_OUT = ("files", "setup", "sandbox")
 
 
+#: What Inspect's ``match()`` strips from both ends of the answer and the target before
+#: comparing (``strip_punctuation``: ASCII whitespace and punctuation).
+_STRIPPED = string.whitespace + string.punctuation
+
+
 def _check(scorer: str, case: dict[str, Any]) -> dict[str, Any] | None:
     if scorer == "none" or "target" not in case:
         return None
     if scorer == "match":
+        # Inspect's match(): the answer, stripped of punctuation and whitespace at its
+        # ends, ends with a target stripped alike, ignoring case.
         targets = case["target"] if isinstance(case["target"], list) else [case["target"]]
-        either = "|".join(regex.escape(str(t).strip()) for t in targets)
-        return {"type": "regex", "pattern": f"(?:{either})\\W*\\Z", "ignore_case": True}
+        either = "|".join(regex.escape(str(t).strip(_STRIPPED)) for t in targets)
+        spaces = "".join(f"\\x{ord(c):02x}" for c in string.whitespace)
+        tail = f"[{spaces}{regex.escape(string.punctuation)}]*"
+        return {"type": "regex", "pattern": f"(?:{either}){tail}\\Z", "ignore_case": True}
     if scorer == "model_graded_fact":
         return {"type": "judge", "rubric": "The answer states the facts of: {{ target }}"}
     return {"type": {"exact": "equals"}.get(scorer, scorer)}

@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 import evalnb
+from evalnb.checks import build_check, run_checks
 from evalnb.checks._promptfoo import find_promptfoo
 from evalnb.cli import main
 from evalnb.interop import (
@@ -41,6 +42,7 @@ from evalnb.interop import (
     import_promptfoo_results,
 )
 from evalnb.targets import Function
+from tests.builders import sample
 
 #: The installed promptfoo is seen here (tests/interop/conftest.py hides it elsewhere).
 ENGINE = True
@@ -438,6 +440,38 @@ def test_inspect_images_send_the_pictures_and_match_passes_right_answers(tmp_pat
     assert len(run.checks) == 2 and run.checks["outcome"].astype(bool).all()
 
 
+#: Answers and what Inspect's match() (inspect_ai 0.3.285's ``match_str``, location "end",
+#: ignore_case and ignore_punctuation) makes of them for images.jsonl's two targets.
+INSPECT_MATCH = [
+    ("[3]", True, False),
+    ("There are 3", True, False),
+    ("13", True, False),  # a suffix, as Inspect's endswith reads it
+    ("3 balloons", False, False),
+    ("[Bicycle]", False, True),
+    ("a bike!", False, True),
+    ("bike_", False, True),  # '_' is punctuation to Inspect
+    (" bicycle \n", False, True),
+    ("bikes", False, False),
+    ("It's a bicycle.", False, True),
+]
+
+
+@pytest.fixture(scope="module")
+def images_match(tmp_path_factory) -> list[evalnb.Case]:
+    """images.jsonl imported once with ``--scorer match``."""
+    dest = tmp_path_factory.mktemp("images") / "suite"
+    import_inspect(MORE / "inspect/images/images.jsonl", dest, scorer="match")
+    return evalnb.load_cases(dest / "cases.yaml")
+
+
+@pytest.mark.parametrize(("answer", "three", "bike"), INSPECT_MATCH)
+def test_inspect_match_reads_answers_as_inspect_does(answer, three, bike, images_match):
+    balloons, bicycle = images_match
+    for case, expected in ((balloons, three), (bicycle, bike)):
+        (result,) = run_checks([build_check(case.checks[0].spec)], sample(answer))
+        assert result.outcome is expected, (case.target, answer)
+
+
 def test_inspect_langchain_dataset_keeps_its_chat_input(tmp_path):
     source = MORE / "inspect/langchain_research/dataset.json"
     result = import_inspect(source, tmp_path / "suite", scorer="model_graded_fact")
@@ -484,12 +518,12 @@ def test_inspect_json_log_keeps_system_message_verdicts_and_explanations(tmp_pat
     data = json.loads(log.read_text())
     run = evalnb.load(tmp_path / "run")
     samples = run.samples.sort_values("case_id").to_dict("records")
-    for sample, source in zip(samples, data["samples"], strict=True):
-        request = json.loads(sample["trace"].splitlines()[0])["body"]["messages"]
+    for row, source in zip(samples, data["samples"], strict=True):
+        request = json.loads(row["trace"].splitlines()[0])["body"]["messages"]
         assert [m["role"] for m in request] == ["system", "user"]
         assert "computer security expert" in request[0]["content"]
-        assert sample["answer"] == source["output"]["choices"][0]["message"]["content"]
-        assert sample["latency_ms"] == pytest.approx(source["output"]["time"] * 1000)
+        assert row["answer"] == source["output"]["choices"][0]["message"]["content"]
+        assert row["latency_ms"] == pytest.approx(source["output"]["time"] * 1000)
     checks = run.checks.sort_values("case_id").to_dict("records")
     assert [c["outcome"] for c in checks] == [True, True, True]
     explanations = [json.loads(c["evidence"])["explanation"] for c in checks]
