@@ -38,7 +38,7 @@ SCORERS = {
     "choice": "choice (the letter the answer picks)",
     "match": "regex: the target at the end of the answer, ignoring case and the "
     "punctuation and whitespace at both ends (match())",
-    "includes": "includes: the target anywhere in the answer (includes())",
+    "includes": "includes: the target anywhere in the answer, ignoring case only (includes())",
     "exact": "equals (exact())",
     "model_graded_fact": "judge: agrees with the target (model_graded_fact())",
     "none": "no check (score later with evalnb score)",
@@ -73,6 +73,9 @@ def _check(scorer: str, case: dict[str, Any]) -> dict[str, Any] | None:
         spaces = "".join(f"\\x{ord(c):02x}" for c in string.whitespace)
         tail = f"[{spaces}{regex.escape(string.punctuation)}]*"
         return {"type": "regex", "pattern": f"(?:{either}){tail}\\Z", "ignore_case": True}
+    if scorer == "includes":
+        # Inspect's includes(): the target in the answer, case folded, nothing else changed.
+        return {"type": "includes", "ignore_whitespace": False, "ignore_punctuation": False}
     if scorer == "model_graded_fact":
         return {"type": "judge", "rubric": "The answer states the facts of: {{ target }}"}
     return {"type": {"exact": "equals"}.get(scorer, scorer)}

@@ -391,7 +391,10 @@ def test_deepeval_goldens_say_what_no_check_reads(name, tmp_path):
     assert [c.prompt for c in cases] == [r["input"] for r in records]
     assert [c.target for c in cases] == [r["expected_output"] for r in records]
     assert [c.metadata["actual_output"] for c in cases] == [r["actual_output"] for r in records]
-    assert {c.checks[0].type for c in cases} == {"includes"}
+    # Inspect's includes(): case folded, spaces and punctuation as they are.
+    assert {json.dumps(c.checks[0].spec) for c in cases} == {
+        '{"type": "includes", "ignore_whitespace": false, "ignore_punctuation": false}'
+    }
     # The answers the goldens recorded, given back, pass every check.
     recorded = {c.id: c.metadata["actual_output"] for c in cases}
     run = _run(tmp_path / "suite", tmp_path / "run", lambda r: recorded[r.case.id])
