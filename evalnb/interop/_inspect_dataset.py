@@ -43,6 +43,13 @@ SCORERS = {
     "model_graded_fact": "judge: agrees with the target (model_graded_fact())",
     "none": "no check (score later with evalnb score)",
 }
+#: How the check that stands for a scorer can grade otherwise than Inspect's scorer.
+_DIFFERS = {
+    "exact": "Inspect's exact() also drops articles and all punctuation and reads numbers "
+    "as numbers; evalnb's equals ignores case, runs of spaces and punctuation at the ends",
+    "model_graded_fact": "evalnb's judge with its own prompt, not Inspect's grading "
+    "template (its verdict can differ on the same answer)",
+}
 _FIELDS = ("input", "target", "choices", "id", "metadata")
 #: Fields that mean something to the tool that wrote the file (DeepEval's goldens and test
 #: cases) but that no evalnb check reads: kept as metadata, and each said so.
@@ -291,6 +298,8 @@ def _mapped(
             f"{SCORERS[used]}: evalnb's default, as a dataset names no scorer (the task's "
             "is in its code, which is not read); say which with --scorer",
         )
+    elif used in _DIFFERS:
+        notes.approximate(f"scorer {used}", str(path), f"{SCORERS[used]}: {_DIFFERS[used]}")
     else:
         notes.map(f"scorer {used}", str(path), SCORERS[used])
     kept: dict[str, int] = {}

@@ -413,8 +413,10 @@ def test_inspect_biology_qa_with_and_without_a_scorer(tmp_path):
     (scorer,) = default.approximated
     assert scorer.name == "scorer includes" and "--scorer" in scorer.how
     graded = import_inspect(source, tmp_path / "graded", fields=fields, scorer="model_graded_fact")
-    assert _names(graded.mapped) == ["field input", "field target", "scorer model_graded_fact"]
-    assert graded.approximated == [] and graded.unsupported == []
+    assert _names(graded.mapped) == ["field input", "field target"]
+    (judge,) = graded.approximated
+    assert judge.name == "scorer model_graded_fact" and "its own prompt" in judge.how
+    assert graded.unsupported == []
     cases = evalnb.load_cases(tmp_path / "graded/cases.yaml")
     rows = [json.loads(line) for line in source.read_text().splitlines()]
     assert [(c.id, c.prompt, c.target) for c in cases] == [
@@ -479,7 +481,8 @@ def test_inspect_langchain_dataset_keeps_its_chat_input(tmp_path):
     source = MORE / "inspect/langchain_research/dataset.json"
     result = import_inspect(source, tmp_path / "suite", scorer="model_graded_fact")
     assert result.counts == {"cases": 3, "variants": 1}
-    assert result.approximated == [] and result.unsupported == []
+    assert _names(result.approximated) == ["scorer model_graded_fact"]
+    assert result.unsupported == []
     cases = evalnb.load_cases(tmp_path / "suite/cases.yaml")
     rows = json.loads(source.read_text())
     assert [list(c.messages) for c in cases] == [r["input"] for r in rows]
