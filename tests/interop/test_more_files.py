@@ -469,7 +469,22 @@ def images_match(tmp_path_factory) -> list[evalnb.Case]:
     return evalnb.load_cases(dest / "cases.yaml")
 
 
-@pytest.mark.parametrize(("answer", "three", "bike"), INSPECT_MATCH)
+@pytest.mark.parametrize(
+    ("answer", "three", "bike"),
+    INSPECT_MATCH,
+    ids=[
+        "brackets",
+        "sentence",
+        "suffix",
+        "words-after",
+        "bracketed-word",
+        "exclaimed",
+        "underscore",
+        "spaces",
+        "plural",
+        "full-stop",
+    ],
+)
 def test_inspect_match_reads_answers_as_inspect_does(answer, three, bike, images_match):
     balloons, bicycle = images_match
     for case, expected in ((balloons, three), (bicycle, bike)):
