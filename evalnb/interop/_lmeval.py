@@ -336,6 +336,13 @@ def _build(
     path = task.path
     for key in sorted(set(config) - _READ, key=str):
         task.notes.refuse(key, task.where, "this task field has no evalnb counterpart")
+    if config.get("repeats") not in (None, 1):
+        task.notes.approximate(
+            "repeats",
+            task.where,
+            f"lm-eval generates {config['repeats']} answers per document; the experiment "
+            f"plans {repeats} repeats of each case (--repeats), each scored on its own",
+        )
     if config.get("should_decontaminate"):
         task.notes.refuse(
             "should_decontaminate",

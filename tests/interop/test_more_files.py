@@ -738,3 +738,17 @@ def test_openai_evals_registry_entry_from_pointers_to_its_samples(tmp_path, caps
     outcomes = dict(zip(run.checks["case_id"], run.checks["outcome"], strict=True))
     assert [outcomes[c.id] for c in zero_cases[:12]] == [True] * 12
     assert not any(outcomes[c.id] for c in zero_cases[12:])
+
+
+def test_lm_eval_repeats_are_said_to_be_evalnb_repeats(tmp_path):
+    """The same task with lm-eval's ``repeats: 3`` (several answers per document) says how
+    evalnb repeats instead of dropping the key."""
+    folder = MORE / "lmeval/bbh_cot_zeroshot_boolean_expressions"
+    shutil.copytree(folder, tmp_path / "task")
+    task = tmp_path / "task/boolean_expressions.yaml"
+    task.write_text(task.read_text() + '"repeats": 3\n')
+    docs = _docs(tmp_path / "docs.jsonl", BBH_DOCS)
+    result = import_lm_eval(task, tmp_path / "suite", data=docs, repeats=3)
+    repeats = next(n for n in result.approximated if n.name == "repeats")
+    assert "3 answers per document" in repeats.how and "3 repeats" in repeats.how
+    assert "repeats = 3" in (tmp_path / "suite/experiment.toml").read_text()
