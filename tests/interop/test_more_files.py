@@ -18,6 +18,7 @@ import base64
 import csv
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -529,6 +530,32 @@ def test_inspect_log_of_a_two_message_input_keeps_transcript_and_scorer_instruct
     assert "Gen Z" in instructions
     assert provenance["inspect_metrics"] == {"model_graded_fact": {"accuracy": 1.0, "stderr": 0.0}}
     assert [s["solver"] for s in provenance["plan"]["steps"]] == ["input_solver", "generate"]
+
+
+def test_inspects_own_reader_stores_the_input_task_log_alike(tmp_path, monkeypatch):
+    """Read by Inspect's ``read_eval_log`` (the Python ``INSPECT_AI_PYTHON`` names; ``make
+    test`` sets it), the log gives the same samples, verdicts and scorer instructions."""
+    python = os.environ.get("INSPECT_AI_PYTHON")
+    if not python:
+        pytest.skip("Inspect is not here: set INSPECT_AI_PYTHON (make test does)")
+    (log,) = (MORE / "inspect/log_input_task").glob("*.eval")
+    theirs = import_inspect_log(log, tmp_path / "inspect", reader="inspect")
+    assert str(theirs.reader).startswith("inspect_ai ")
+    import_inspect_log(log, tmp_path / "evalnb", reader="evalnb")
+    stored = {}
+    for name in ("inspect", "evalnb"):
+        run = evalnb.load(tmp_path / name)
+        (sample,) = run.samples.to_dict("records")
+        (check,) = run.checks.to_dict("records")
+        provenance = json.loads((tmp_path / name / "manifest.json").read_text())["provenance"]
+        kept = ["answer", "prompt", "trace", "status", "total_tokens", "model"]
+        stored[name] = (
+            {k: sample[k] for k in kept},
+            (check["check"], check["outcome"], json.loads(check["evidence"])["explanation"]),
+            provenance["scorer_options"],
+            provenance["inspect_metrics"],
+        )
+    assert stored["inspect"] == stored["evalnb"]
 
 
 def test_inspect_json_log_keeps_system_message_verdicts_and_explanations(tmp_path):
