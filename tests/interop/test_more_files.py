@@ -174,11 +174,32 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Providers are approximated when their vendor's key is unset where the import runs.
+VENDOR_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
+
+
 @pytest.fixture
 def no_vendor_keys(monkeypatch):
-    """Providers are approximated when their vendor's key is unset where the import runs."""
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY"):
+    for key in VENDOR_KEYS:
         monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(scope="module")
+def with_engine(tmp_path_factory):
+    """Each config imported once with promptfoo here (an import may run promptfoo), shared
+    by the tests that read it: ``with_engine(name)`` is ``(result, suite folder)``."""
+    imported: dict[str, tuple[ImportResult, Path]] = {}
+
+    def get(name: str) -> tuple[ImportResult, Path]:
+        if name not in imported:
+            dest = tmp_path_factory.mktemp(name) / "suite"
+            with pytest.MonkeyPatch.context() as patch:
+                for key in VENDOR_KEYS:
+                    patch.delenv(key, raising=False)
+                imported[name] = (import_promptfoo(CONFIGS[name]["path"], dest), dest)
+        return imported[name]
+
+    return get
 
 
 def _suite_checks(dest: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -205,15 +226,15 @@ def _check_report(result: ImportResult, expected: dict[str, Any]) -> None:
 
 @needs_promptfoo
 @pytest.mark.parametrize("name", CONFIGS)
-def test_promptfoo_config_with_promptfoo_here(name, tmp_path, no_vendor_keys):
+def test_promptfoo_config_with_promptfoo_here(name, with_engine):
     """promptfoo grades every assertion but cost, python and similar, each check naming it."""
     assert ENGINE_FOUND is not None
     expected = CONFIGS[name]
-    result = import_promptfoo(expected["path"], tmp_path / "suite")
+    result, suite = with_engine(name)
     _check_report(result, expected)
     engine = f"promptfoo {ENGINE_FOUND.version}"
     assert result.engine == engine
-    checks, defaults = _suite_checks(tmp_path / "suite")
+    checks, defaults = _suite_checks(suite)
     want = Counter(
         {
             (TRANSLATED[t] if t in KEPT else "promptfoo", None if t in KEPT else t): n
@@ -230,9 +251,9 @@ def test_promptfoo_config_with_promptfoo_here(name, tmp_path, no_vendor_keys):
         t for t in expected["default"] if t in KEPT
     ]
     assert sorted(_names(result.fallback)) == sorted(kept)
-    record = json.loads((tmp_path / "suite/imported.json").read_text())
+    record = json.loads((suite / "imported.json").read_text())
     assert record["engine"] == engine and len(record["fallback"]) == len(kept)
-    variants = evalnb.load_experiment(tmp_path / "suite/experiment.toml").variants
+    variants = evalnb.load_experiment(suite / "experiment.toml").variants
     if isinstance(expected["variants"], list):
         assert [v.name for v in variants] == expected["variants"]
 
@@ -257,7 +278,10 @@ def test_promptfoo_config_without_promptfoo(name, tmp_path, monkeypatch, no_vend
     assert all(n.how.startswith("graded by evalnb's translation") for n in result.fallback)
 
 
-def test_claude_vs_gpt_keeps_its_chat_prompt_and_says_what_it_loses(tmp_path, no_vendor_keys):
+def test_claude_vs_gpt_keeps_its_chat_prompt_and_says_what_it_loses(
+    tmp_path, monkeypatch, no_vendor_keys
+):
+    monkeypatch.setenv("EVALNB_PROMPTFOO", "off")
     config = CONFIGS["claude-vs-gpt"]["path"]
     result = import_promptfoo(config, tmp_path / "suite")
     first, second = evalnb.load_experiment(tmp_path / "suite/experiment.toml").variants
@@ -310,10 +334,10 @@ def test_summarization_runs_and_its_checks_tell_answers_apart(tmp_path, monkeypa
 
 
 @needs_promptfoo
-def test_simple_csv_is_graded_by_promptfoo_and_passes_right_answers(tmp_path, standin):
+def test_simple_csv_is_graded_by_promptfoo_and_passes_right_answers(tmp_path, with_engine):
     """The CSV's ``__expected`` (``icontains:bonjour``) graded by promptfoo's own
     runAssertion: right translations pass."""
-    import_promptfoo(CONFIGS["simple-csv"]["path"], tmp_path / "suite")
+    _, suite = with_engine("simple-csv")
     right = {
         ("French", "Hello world"): "Bonjour le monde !",
         ("French", "I'm hungry"): "J'ai faim.",
@@ -324,7 +348,7 @@ def test_simple_csv_is_graded_by_promptfoo_and_passes_right_answers(tmp_path, st
     def answer(request: evalnb.Request) -> str:
         return right[(request.case.vars["language"], request.case.vars["body"])]
 
-    run = _run(tmp_path / "suite", tmp_path / "run", answer)
+    run = _run(suite, tmp_path / "run", answer)
     assert len(run.checks) == 4 and run.checks["outcome"].astype(bool).all()
     assert set(run.checks["check_type"]) == {"promptfoo"}
     evidence = [json.loads(e) for e in run.checks["evidence"]]
