@@ -54,12 +54,11 @@ _FIELDS = ("input", "target", "choices", "id", "metadata")
 #: Fields that mean something to the tool that wrote the file (DeepEval's goldens and test
 #: cases) but that no evalnb check reads: kept as metadata, and each said so.
 _UNGRADED = {
-    "actual_output": "answers the file recorded: a run asks the target again",
-    "tools_called": "tool calls the file recorded: a run records its own",
-    "expected_tools": "the tools each case expects: no tool check is made from them "
-    "(write required_action checks)",
-    "retrieval_context": "the retrieved context RAG metrics read: no check reads it",
-    "context": "the ideal context RAG metrics read: no check reads it",
+    "actual_output": "the answers the file recorded; a run asks the target again",
+    "tools_called": "the tool calls the file recorded; a run records its own",
+    "expected_tools": "the tools each case expects; write required_action checks for them",
+    "retrieval_context": "the retrieved context that RAG metrics read",
+    "context": "the ideal context that RAG metrics read",
 }
 _LEFT_OUT = ("files", "setup", "sandbox")
 
@@ -315,7 +314,7 @@ def _mapped(
         )
     for key, why in _UNGRADED.items():
         if key in kept and key not in (spec["input"], spec["target"]):
-            notes.approximate(key, str(path), f"kept as metadata, not graded: {why}")
+            notes.approximate(key, str(path), f"kept as metadata, graded by no check ({why})")
     parts = sum(
         1
         for c in cases

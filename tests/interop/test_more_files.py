@@ -404,6 +404,9 @@ def test_deepeval_goldens_say_what_no_check_reads(name, tmp_path):
     if name.endswith(".csv"):
         ungraded[1:1] = ["tools_called", "expected_tools"]
     assert _names(result.approximated) == ["scorer includes", *ungraded]
+    recorded = next(n for n in result.approximated if n.name == "actual_output")
+    assert recorded.how.startswith("kept as metadata, graded by no check")
+    assert "a run asks the target again" in recorded.how
     metadata = next(n for n in result.mapped if n.name == "metadata")
     assert all(k in metadata.how for k in [*ungraded, "name", "comments", "source_file"])
     assert result.unsupported == []
