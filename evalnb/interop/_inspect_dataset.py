@@ -54,6 +54,8 @@ _FIELDS = ("input", "target", "choices", "id", "metadata")
 #: Fields that mean something to the tool that wrote the file (DeepEval's goldens and test
 #: cases) but that no evalnb check reads: kept as metadata, and each said so.
 _UNGRADED = {
+    "expected_output": "the expected answers; make them the target with "
+    "--field target=expected_output",
     "actual_output": "the answers the file recorded; a run asks the target again",
     "tools_called": "the tool calls the file recorded; a run records its own",
     "expected_tools": "the tools each case expects; write required_action checks for them",

@@ -429,6 +429,13 @@ def test_deepeval_goldens_say_what_no_check_reads(name, tmp_path):
     assert len(run.checks) == 15 and run.checks["outcome"].astype(bool).all()
 
 
+def test_deepeval_goldens_without_a_target_say_which_field_holds_it(tmp_path):
+    result = import_inspect(GOLDENS / "goldens.json", tmp_path / "suite")
+    expected = next(n for n in result.approximated if n.name == "expected_output")
+    assert "--field target=expected_output" in expected.how
+    assert len(result.unchecked) == 15  # no target: the default includes has nothing to find
+
+
 # -- Inspect datasets ---------------------------------------------------------------------
 
 
