@@ -10,6 +10,7 @@ mapped go to the case's ``metadata``. The check stands for the task's scorer
 from __future__ import annotations
 
 import os
+import string
 from pathlib import Path
 from typing import Any
 
@@ -35,23 +36,54 @@ __all__ = ["SCORERS", "import_inspect"]
 #: Inspect scorers and the evalnb check that stands for each.
 SCORERS = {
     "choice": "choice (the letter the answer picks)",
-    "match": "regex: the target at the end of the answer, ignoring case (match())",
-    "includes": "includes: the target anywhere in the answer (includes())",
+    "match": "regex: the target at the end of the answer, ignoring case and the "
+    "punctuation and whitespace at both ends (match())",
+    "includes": "includes: the target anywhere in the answer, ignoring case only (includes())",
     "exact": "equals (exact())",
     "model_graded_fact": "judge: agrees with the target (model_graded_fact())",
     "none": "no check (score later with evalnb score)",
 }
+#: How the check that stands for a scorer can grade otherwise than Inspect's scorer.
+_DIFFERS = {
+    "exact": "Inspect's exact() also drops articles and all punctuation and reads numbers "
+    "as numbers; evalnb's equals ignores case, runs of spaces and punctuation at the ends",
+    "model_graded_fact": "evalnb's judge with its own prompt, not Inspect's grading "
+    "template (its verdict can differ on the same answer)",
+}
 _FIELDS = ("input", "target", "choices", "id", "metadata")
+#: Fields that mean something to the tool that wrote the file (DeepEval's goldens and test
+#: cases) but that no evalnb check reads: kept as metadata, and each said so.
+_UNGRADED = {
+    "expected_output": "the expected answers; make them the target with "
+    "--field target=expected_output",
+    "actual_output": "the answers the file recorded; a run asks the target again",
+    "tools_called": "the tool calls the file recorded; a run records its own",
+    "expected_tools": "the tools each case expects; write required_action checks for them",
+    "retrieval_context": "the retrieved context that RAG metrics read",
+    "context": "the ideal context that RAG metrics read",
+}
 _LEFT_OUT = ("files", "setup", "sandbox")
+
+
+#: What Inspect's ``match()`` strips from both ends of the answer and the target before
+#: comparing (``strip_punctuation``: ASCII whitespace and punctuation).
+_STRIPPED = string.whitespace + string.punctuation
 
 
 def _check(scorer: str, case: dict[str, Any]) -> dict[str, Any] | None:
     if scorer == "none" or "target" not in case:
         return None
     if scorer == "match":
+        # Inspect's match(): the answer, stripped of punctuation and whitespace at its
+        # ends, ends with a target stripped alike, ignoring case.
         targets = case["target"] if isinstance(case["target"], list) else [case["target"]]
-        either = "|".join(regex.escape(str(t).strip()) for t in targets)
-        return {"type": "regex", "pattern": f"(?:{either})\\W*\\Z", "ignore_case": True}
+        either = "|".join(regex.escape(str(t).strip(_STRIPPED)) for t in targets)
+        spaces = "".join(f"\\x{ord(c):02x}" for c in string.whitespace)
+        tail = f"[{spaces}{regex.escape(string.punctuation)}]*"
+        return {"type": "regex", "pattern": f"(?:{either}){tail}\\Z", "ignore_case": True}
+    if scorer == "includes":
+        # Inspect's includes(): the target in the answer, case folded, nothing else changed.
+        return {"type": "includes", "ignore_whitespace": False, "ignore_punctuation": False}
     if scorer == "model_graded_fact":
         return {"type": "judge", "rubric": "The answer states the facts of: {{ target }}"}
     return {"type": {"exact": "equals"}.get(scorer, scorer)}
@@ -260,7 +292,31 @@ def _mapped(
     for key in ("input", "target", "choices", "id"):
         if spec[key] != key:
             notes.map(f"field {key}", str(path), f"read from {spec[key]!r}")
-    notes.map(f"scorer {used}", str(path), SCORERS[used])
+    if scorer is None:
+        notes.approximate(
+            f"scorer {used}",
+            str(path),
+            f"{SCORERS[used]}: evalnb's default, as a dataset names no scorer (the task's "
+            "is in its code, which is not read); say which with --scorer",
+        )
+    elif used in _DIFFERS:
+        notes.approximate(f"scorer {used}", str(path), f"{SCORERS[used]}: {_DIFFERS[used]}")
+    else:
+        notes.map(f"scorer {used}", str(path), SCORERS[used])
+    kept: dict[str, int] = {}
+    for case in cases:
+        for key in case.get("metadata") or {}:
+            kept[key] = kept.get(key, 0) + 1
+    if kept:
+        names = ", ".join(f"{k} ({n})" if n < len(cases) else k for k, n in kept.items())
+        notes.map(
+            "metadata",
+            str(path),
+            f"kept with each case, as Inspect keeps them; no check reads them: {names}",
+        )
+    for key, why in _UNGRADED.items():
+        if key in kept and key not in (spec["input"], spec["target"]):
+            notes.approximate(key, str(path), f"kept as metadata, graded by no check ({why})")
     parts = sum(
         1
         for c in cases

@@ -14,7 +14,8 @@ are resolved from the sample's ``attachments``.
 - a sample with an ``error`` is incomplete (status ``error``, the message kept) and fails
   every scorer, as evalnb's own incomplete samples do; one with no answer is ``empty``;
 - usage, model, stop reason and time are kept; the manifest says ``source: inspect``
-  with the log's provenance (task, run id, model, revision, packages).
+  with the log's provenance (task, run id, model, revision, packages, each scorer's
+  options and the metrics Inspect reported).
 """
 
 from __future__ import annotations
@@ -470,14 +471,41 @@ def _add_sample(
     )
 
 
+def _scoring(header: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    """What each scorer was asked and what Inspect reported of it: its options (the eval
+    spec's ``scorers[].options``, else ``results.scores[].params``: a custom
+    ``model_graded_fact`` keeps its ``instructions`` there) and its metrics' values."""
+    options: dict[str, Any] = {}
+    for scorer in spec.get("scorers") or []:
+        if isinstance(scorer, dict) and scorer.get("options"):
+            options[str(scorer.get("name"))] = scorer["options"]
+    metrics: dict[str, Any] = {}
+    results = header.get("results")
+    scores = results.get("scores") if isinstance(results, dict) else None
+    for score in scores if isinstance(scores, list) else []:
+        if not isinstance(score, dict):
+            continue
+        name = str(score.get("name"))
+        if score.get("params") and name not in options:
+            options[name] = score["params"]
+        found = score.get("metrics")
+        if isinstance(found, dict):
+            metrics[name] = {
+                str(k): m.get("value") for k, m in found.items() if isinstance(m, dict)
+            }
+    return {"scorer_options": options, "inspect_metrics": metrics}
+
+
 def _provenance(header: dict[str, Any], spec: dict[str, Any], scorers: list[str]) -> dict[str, Any]:
-    """What the manifest keeps of the log: its status, the eval spec's identity, the plan."""
+    """What the manifest keeps of the log: its status, the eval spec's identity, the plan,
+    each scorer's options and the metrics Inspect reported."""
     return {
         "log_status": header.get("status"),
         **{k: spec.get(k) for k in _SPEC_KEYS},
         "revision": spec.get("revision"),
         "packages": spec.get("packages"),
         "scorers": scorers,
+        **_scoring(header, spec),
         "plan": header.get("plan"),
     }
 

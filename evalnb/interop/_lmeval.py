@@ -7,9 +7,10 @@
   fetched, and the error says to give ``--data``;
 - ``doc_to_text`` / ``doc_to_target`` / ``doc_to_choice`` (a Jinja2 template, a field
   name, a list or an index, as lm-eval reads them) are rendered per document into the
-  case's prompt, target and choices; ``fewshot_config.samples`` with ``num_fewshot``
-  go before each prompt as lm-eval joins them (``target_delimiter``,
-  ``fewshot_delimiter``);
+  case's prompt, target and choices; ``description`` (a template too) starts each
+  prompt, then ``fewshot_config.samples`` with ``num_fewshot`` as lm-eval joins them
+  (``target_delimiter``, ``fewshot_delimiter``), as lm-eval builds a context without a
+  chat template;
 - ``generate_until``: ``generation_kwargs`` become request params (``until`` as
   ``stop``, ``max_gen_toks`` as ``max_tokens``, ``do_sample: false`` as temperature 0);
   each ``filter_list`` entry of ``regex`` (+ ``take_first``) becomes an
@@ -149,6 +150,16 @@ def _field(spec: Any, doc: dict[str, Any], where: str, what: str) -> Any:
     return spec
 
 
+def _template(text: str, doc: dict[str, Any], where: str, what: str) -> str:
+    """``text`` rendered with ``doc`` when it is a template (lm-eval's ``apply_template``)."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    try:
+        return str(render_template(text, doc))
+    except ValueError as exc:
+        raise source_error(Path(where), f"{what}: {exc}") from None
+
+
 def _choices(value: Any, where: str) -> list[str]:
     if isinstance(value, str):
         try:
@@ -281,6 +292,18 @@ def _fewshot(task: _Task, config: dict[str, Any]) -> str:
     return "".join(shots)
 
 
+def _description(task: _Task, config: dict[str, Any]) -> str:
+    """The task's ``description``: lm-eval renders it with each document and puts it first
+    in the context, before the few-shot examples and the document's text."""
+    description = config.get("description")
+    if description is None or description == "":
+        return ""
+    if not isinstance(description, str):
+        raise source_error(task.path, f"'description' must be text; got {shown(description)}")
+    task.notes.map("description", task.where, "rendered per document at the start of each prompt")
+    return description
+
+
 def import_lm_eval(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
@@ -313,6 +336,20 @@ def _build(
     path = task.path
     for key in sorted(set(config) - _READ, key=str):
         task.notes.refuse(key, task.where, "this task field has no evalnb counterpart")
+    if config.get("repeats") not in (None, 1):
+        task.notes.approximate(
+            "repeats",
+            task.where,
+            f"lm-eval generates {config['repeats']} answers per document; the experiment "
+            f"plans {repeats} repeats of each case (--repeats), each scored on its own",
+        )
+    if config.get("should_decontaminate"):
+        task.notes.refuse(
+            "should_decontaminate",
+            task.where,
+            "evalnb does not look for the documents in training data (lm-eval's "
+            "decontamination report); the scores are the same",
+        )
     hooks = [k for k, v in config.items() if isinstance(v, _Function)]
     for key in hooks:
         task.notes.refuse(
@@ -355,10 +392,15 @@ def _build(
             "the choice check",
         )
         checks = [{"name": "acc", "type": "choice"}]
+    description = _description(task, config)
     for where, doc in _documents(task, data):
         text = _field(config.get("doc_to_text"), doc, where, "doc_to_text")
         target = _field(config.get("doc_to_target"), doc, where, "doc_to_target")
-        case: dict[str, Any] = {"id": f"doc-{len(cases) + 1}", "prompt": f"{prefix}{text}"}
+        head = _template(description, doc, where, "description")
+        case: dict[str, Any] = {
+            "id": f"doc-{len(cases) + 1}",
+            "prompt": f"{head}{prefix}{text}",
+        }
         if output == "multiple_choice":
             choices = _choices(
                 _field(config.get("doc_to_choice"), doc, where, "doc_to_choice"), where

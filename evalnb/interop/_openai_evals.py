@@ -31,16 +31,33 @@ __all__ = ["EVAL_CLASSES", "import_openai_evals", "import_openai_evals_registry"
 
 #: openai/evals eval classes and the check each becomes.
 EVAL_CLASSES: dict[str, dict[str, Any]] = {
-    # Match: the answer starts with an ideal answer.
-    "Match": {"type": "starts_with", "ignore_case": False, "ignore_punctuation": False},
+    # Match: the answer starts with an ideal answer, as sampled (nothing stripped).
+    "Match": {
+        "type": "starts_with",
+        "ignore_case": False,
+        "ignore_whitespace": False,
+        "ignore_punctuation": False,
+    },
     # Includes: an ideal answer appears in the answer.
-    "Includes": {"type": "includes", "ignore_case": False, "ignore_punctuation": False},
+    "Includes": {
+        "type": "includes",
+        "ignore_case": False,
+        "ignore_whitespace": False,
+        "ignore_punctuation": False,
+    },
     "FuzzyMatch": {"type": "fuzzy_match"},
     "ModelBasedClassify": {
         "type": "judge",
         "rubric": "The answer agrees with the ideal answer: {{ target }}",
     },
     "JsonMatch": {"type": "json_match"},
+}
+#: The request parameters an eval class fixes in its ``eval_sample`` (openai/evals
+#: ``evals/elsuite/basic``): Match and FuzzyMatch sample at temperature 0, FuzzyMatch
+#: with ``max_tokens`` 100 (its default).
+CLASS_PARAMS: dict[str, dict[str, Any]] = {
+    "Match": {"temperature": 0.0},
+    "FuzzyMatch": {"temperature": 0.0, "max_tokens": 100},
 }
 
 
@@ -107,9 +124,20 @@ def import_openai_evals(
         if not notes.mapped and not notes.approximated:
             how = f"{EVAL_CLASSES[eval_class]['type']} check"
             notes.map(f"class {eval_class}", str(path), how)
+        variant: dict[str, Any] = {"name": "baseline"}
+        if eval_class in CLASS_PARAMS:
+            variant["params"] = dict(CLASS_PARAMS[eval_class])
+            shown_params = ", ".join(f"{k} {v:g}" for k, v in variant["params"].items())
+            notes.map(
+                f"class {eval_class} sampling",
+                str(path),
+                f"request params {shown_params}, as the class samples",
+            )
         result = notes.result("openai-evals", path, sources.files)
         judge = eval_class == "ModelBasedClassify"
-        return write_suite(result, dest, cases=cases, repeats=repeats, judge=judge)
+        return write_suite(
+            result, dest, cases=cases, variants=[variant], repeats=repeats, judge=judge
+        )
 
 
 def _registry_yaml(path: Path, sources: Sources, what: str) -> Any:
@@ -187,6 +215,14 @@ def import_openai_evals_registry(
         samples = args.get("samples_jsonl")
         if not isinstance(samples, str):
             raise source_error(path, f"{name}: expected args.samples_jsonl; got {shown(samples)}")
+        expected = root / "data" / samples
+        if not expected.is_file():
+            raise source_error(
+                path,
+                f"{name}: args.samples_jsonl {samples!r} is read under the registry's data/ "
+                f"folder, as openai/evals reads it, and {expected} is no file: keep the "
+                "registry's layout (evals/ and data/ side by side)",
+            )
         samples_path = sources.reference(root / "data" / "x", f"file://{samples}", where)[0]
         check = dict(EVAL_CLASSES[cls])
         if cls == "ModelBasedClassify":
@@ -208,7 +244,12 @@ def import_openai_evals_registry(
                 where,
                 "evalnb's judge explains briefly, then answers PASS or FAIL",
             )
-        for key in sorted(set(args) - {"samples_jsonl", "modelgraded_spec", "eval_type"}, key=str):
+        read = {"samples_jsonl", "modelgraded_spec", "eval_type"}
+        if cls == "Includes" and isinstance(args.get("ignore_case"), bool):
+            check["ignore_case"] = args["ignore_case"]
+            notes.map("args.ignore_case", where, "the includes check's ignore_case")
+            read.add("ignore_case")
+        for key in sorted(set(args) - read, key=str):
             notes.refuse(f"args.{key}", where, "evalnb has no counterpart")
         return import_openai_evals(
             samples_path,

@@ -286,6 +286,14 @@ class _Reader:
         )
 
 
+def _started(timestamp: Any) -> dt.datetime:
+    """When the eval ran: promptfoo's ``timestamp`` (its creation), else now."""
+    try:
+        return dt.datetime.fromisoformat(str(timestamp)).astimezone(dt.UTC)
+    except (TypeError, ValueError, OverflowError):
+        return store.now()
+
+
 def import_promptfoo_results(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
@@ -305,7 +313,7 @@ def import_promptfoo_results(
         if not rows:
             raise source_error(path, "the results hold no rows")
         inner = _obj(data.get("results"))
-        run = ImportedRun("promptfoo", Path(dest).name, store.now())
+        run = ImportedRun("promptfoo", Path(dest).name, _started(inner.get("timestamp")))
         prompts = [p for p in inner.get("prompts") or [] if isinstance(p, dict)]
         reader = _Reader(path, run, prompts, {_provider(row) for row in rows})
         for order, row in enumerate(rows):

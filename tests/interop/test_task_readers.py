@@ -119,7 +119,10 @@ def test_openai_evals_registry_entries(standin, tmp_path, capsys) -> None:
     result = import_openai_evals_registry(
         REGISTRY / "test-basic.yaml", "test-fuzzy-match", tmp_path / "fuzzy"
     )
-    assert [m.name for m in result.mapped] == ["class FuzzyMatch"]
+    assert [m.name for m in result.mapped] == ["class FuzzyMatch", "class FuzzyMatch sampling"]
+    # FuzzyMatch samples at temperature 0 with at most 100 tokens (its eval_sample).
+    (variant,) = evalnb.load_experiment(tmp_path / "fuzzy/experiment.toml").variants
+    assert variant.params == {"temperature": 0.0, "max_tokens": 100}
     cases = evalnb.load_cases(tmp_path / "fuzzy/cases.yaml")
     assert len(cases) == 6 and {c.checks[0].type for c in cases} == {"fuzzy_match"}
     run = _run(tmp_path / "fuzzy", standin, tmp_path / "run-fuzzy")
