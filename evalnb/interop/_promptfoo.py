@@ -33,6 +33,13 @@ from evalnb.cases import read_yaml, safe_loader
 from evalnb.checks import PromptfooEngine, find_promptfoo
 from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._promptfoo_engine import COMPARED, MODEL_GRADED, engine_reason, engine_spec
+from evalnb.interop._promptfoo_expand import (
+    ExpansionError,
+    agreement,
+    expand,
+    suite_code,
+    unexpanded,
+)
 from evalnb.interop._promptfoo_graders import (
     CODE,
     GRADERS,
@@ -185,6 +192,8 @@ class _Importer:
         self.fallback: list[Note] = []
         #: defaultTest assertions that go with each test (they name per-test vars).
         self.per_case: list[Any] = []
+        #: The prompts read from the config, imported or refused (promptfoo numbers them).
+        self.prompt_count = 0
 
     def yaml(self, path: Path, text: str) -> Any:
         """The YAML in ``text``; its nodes come out of the budget the config shares with
@@ -215,7 +224,10 @@ class _Importer:
     # -- prompts ------------------------------------------------------------------
 
     def prompts(self, raw: Any) -> list[dict[str, Any]]:
-        return Prompts(self).variants(raw)
+        reader = Prompts(self)
+        variants = reader.variants(raw)
+        self.prompt_count = len(reader.found)
+        return variants
 
     # -- assertions ---------------------------------------------------------------
 
@@ -761,12 +773,16 @@ def _import(
             defaults["checks"] = checks
     importer.taken = taken
     cases = []
-    for n, (where, test) in enumerate(importer.test_items(config.get("tests")), start=1):
+    items = importer.test_items(config.get("tests"))
+    for n, (where, test) in enumerate(items, start=1):
         cases += importer.case(n, where, test, default_vars)
     _transcripts(importer, variants, cases, default_vars)
+    tests = [test for _, test in items]
+    expansion = _expanded(importer, config, default, tests, variants, cases, default_vars)
     result = importer.notes.result("promptfoo", path, importer.sources.files)
     result.fallback = importer.fallback
     result.engine = importer.engine.name if importer.engine else None
+    result.expansion = expansion
     return write_suite(
         result,
         dest,
@@ -777,6 +793,46 @@ def _import(
         judge=importer.judge,
         notes=_notes(cases, defaults),
     )
+
+
+def _expanded(
+    importer: _Importer,
+    config: dict[str, Any],
+    default: dict[str, Any],
+    tests: list[Any],
+    variants: list[dict[str, Any]],
+    cases: list[dict[str, Any]],
+    default_vars: dict[str, Any],
+) -> dict[str, Any]:
+    """Who renders the prompts (see :mod:`~evalnb.interop._promptfoo_expand`): promptfoo's
+    expansion where it can run here without the suite's own code, each variant carrying
+    promptfoo's rendering of the cases where evalnb's differs; else evalnb's translation.
+    Each variant's ``_prompt`` mark is taken off."""
+    places = [variant.pop("_prompt", None) for variant in variants]
+    engine = importer.engine
+    if engine is None:
+        why = "promptfoo is not here (`make promptfoo` or `npm install promptfoo` installs it)"
+        return unexpanded(why)
+    if None in places:
+        return unexpanded("the config has no prompts")
+    code = suite_code(config, tests, default)
+    if code is not None:
+        return unexpanded(
+            f"not expanded by {engine.name}, as {code} and expanding would run it at import "
+            "(a suite's code runs only at run or scoring, after --trust-code)"
+        )
+    try:
+        expansion = expand(engine, importer.path)
+    except ExpansionError as exc:
+        return unexpanded(str(exc))
+    for variant, place in zip(variants, places, strict=True):
+        variant["_prompt"] = place
+    try:
+        count = importer.prompt_count
+        return agreement(expansion, variants, cases, default_vars, count, importer.path.parent)
+    finally:
+        for variant in variants:
+            variant.pop("_prompt", None)
 
 
 def _notes(cases: list[dict[str, Any]], defaults: dict[str, Any]) -> list[str]:

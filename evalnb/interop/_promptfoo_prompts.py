@@ -160,7 +160,9 @@ class Prompts:
             if "system" not in parts and str(parts["template"]).lstrip().startswith(_CHAT_TEXT):
                 # promptfoo reads such a prompt's rendering as a message list when it is one.
                 parts["chat"] = True
-            variants.append({"name": _safe_name(str(label) if label else f"prompt-{n}"), **parts})
+            name = _safe_name(str(label) if label else f"prompt-{n}")
+            # ``_prompt``: the prompt's place in the config, as promptfoo numbers its prompts.
+            variants.append({"name": name, **parts, "_prompt": n - 1})
         if not variants:
             refused = "; ".join(f"{u.name}: {u.reason}" for u in importer.notes.unsupported[:5])
             raise source_error(importer.path, f"no prompt could be imported ({refused})")
