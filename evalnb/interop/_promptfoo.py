@@ -194,6 +194,9 @@ class _Importer:
         self.per_case: list[Any] = []
         #: The prompts read from the config, imported or refused (promptfoo numbers them).
         self.prompt_count = 0
+        #: Whether promptfoo was asked for (``engine=True``); ``engine`` is None when it is
+        #: not here.
+        self.engine_asked = True
 
     def yaml(self, path: Path, text: str) -> Any:
         """The YAML in ``text``; its nodes come out of the budget the config shares with
@@ -715,6 +718,7 @@ def import_promptfoo(
     sources = Sources(limits, root=path.parent, allow_outside=allow_outside)
     with reading(path):
         importer = _Importer(path, sources, find_promptfoo() if engine else None)
+        importer.engine_asked = engine
         text = sources.text(path, "the promptfoo config")
         lfs_pointer(path, text)
         config = importer.yaml(path, text)
@@ -810,6 +814,8 @@ def _expanded(
     Each variant's ``_prompt`` mark is taken off."""
     places = [variant.pop("_prompt", None) for variant in variants]
     engine = importer.engine
+    if engine is None and not importer.engine_asked:
+        return unexpanded("the import was asked for evalnb's translation (engine=False)")
     if engine is None:
         why = "promptfoo is not here (`make promptfoo` or `npm install promptfoo` installs it)"
         return unexpanded(why)

@@ -167,11 +167,16 @@ def expand(engine: PromptfooEngine, config: Path, timeout: float = EXPAND_TIMEOU
             raise ExpansionError(f"{engine.name} did not expand it within {timeout:g} s") from None
         if not out.is_file():
             raise ExpansionError(f"{engine.name} could not expand it ({_first_error(done)})")
-        data = json.loads(out.read_text(encoding="utf-8"))
-    results = data.get("results") or {}
+        try:
+            data = json.loads(out.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ExpansionError(f"{engine.name} wrote output evalnb cannot read ({exc})") from None
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, dict) or not isinstance(results.get("results"), list):
+        raise ExpansionError(f"{engine.name} wrote no results (a version evalnb does not read?)")
     sent: dict[tuple[int, int], list[dict[str, Any]] | str] = {}
     tests: dict[int, dict[str, Any]] = {}
-    for row in results.get("results") or []:
+    for row in results["results"]:
         key = (int(row.get("testIdx", -1)), int(row.get("promptIdx", -1)))
         raw = (row.get("prompt") or {}).get("raw")
         error = row.get("error")
@@ -183,8 +188,9 @@ def expand(engine: PromptfooEngine, config: Path, timeout: float = EXPAND_TIMEOU
 def _first_error(done: subprocess.CompletedProcess[str]) -> str:
     """The first line of promptfoo's output that reads as an error."""
     lines = [line.strip() for line in (done.stderr + "\n" + done.stdout).splitlines()]
-    found = [line for line in lines if re.search(r"error|invalid|✖", line, re.I)]
-    text = (found or [line for line in lines if line] or [f"exit {done.returncode}"])[0]
+    thrown = [line for line in lines if re.match(r"^(?:\w*Error: |✖ )", line)]
+    found = [line for line in lines if re.search(r"error|invalid", line, re.I)]
+    text = (thrown or found or [line for line in lines if line] or [f"exit {done.returncode}"])[0]
     return text[:200]
 
 

@@ -258,3 +258,23 @@ def test_a_variant_sends_rendered_messages_for_its_cases_and_reads_them_back(tmp
     )
     loaded = evalnb.load_experiment(experiment).variants[0]
     assert loaded.messages_for(case) == ({"role": "user", "content": "x is true"},)
+
+
+@needs_promptfoo
+def test_a_config_promptfoo_cannot_expand_is_rendered_by_the_translation_saying_why(tmp_path):
+    # promptfoo reads an inline prompt with " / " as a path to prompt files, and finds none.
+    config = {
+        "prompts": ["Compare {{ a }} / {{ b }}"],
+        "providers": ["openai:chat:gpt-4o-mini"],
+        "tests": [{"vars": {"a": "x", "b": "y"}}],
+    }
+    (tmp_path / "promptfooconfig.yaml").write_text(json.dumps(config), encoding="utf-8")
+    result = import_promptfoo(tmp_path / "promptfooconfig.yaml", tmp_path / "suite")
+    engine = find_promptfoo()
+    assert engine is not None and result.expansion is not None
+    line = (
+        f"prompts rendered by evalnb's translation: {engine.name} could not expand it "
+        '(Error: There are no prompts in "Compare {{ a }} / {{ b }}")'
+    )
+    assert result.expansion["line"] == line
+    assert line in result.summary().splitlines()
