@@ -810,35 +810,73 @@ def _expanded(
 ) -> dict[str, Any]:
     """Who renders the prompts (see :mod:`~evalnb.interop._promptfoo_expand`): promptfoo's
     expansion where it can run here without the suite's own code, each variant carrying
-    promptfoo's rendering of the cases where evalnb's differs; else evalnb's translation.
-    Each variant's ``_prompt`` mark is taken off."""
-    places = [variant.pop("_prompt", None) for variant in variants]
+    promptfoo's rendering of the cases where evalnb's differs, and a prompt evalnb's
+    templates cannot compile kept as promptfoo renders it for every case; else evalnb's
+    translation. ``variants`` is changed in place: the marks taken off, and a prompt that
+    does not compile left out unless promptfoo renders it."""
+    every = list(variants)
+    variants[:] = [v for v in every if "_uncompiled" not in v]
+    why = _unexpandable(importer, config, default, tests, every)
+    if why is not None:
+        for variant in every:
+            variant.pop("_prompt", None)
+        return unexpanded(why)
+    assert importer.engine is not None
+    try:
+        expansion = expand(importer.engine, importer.path)
+    except ExpansionError as exc:
+        expansion = None
+        record = unexpanded(str(exc))
+    refusals = {id(v): v.pop("_uncompiled", None) for v in every}
+    if expansion is not None:
+        for variant in every:
+            if refusals[id(variant)] is not None:
+                variant["_uncompiled"] = refusals[id(variant)].reason
+        count = importer.prompt_count
+        record = agreement(expansion, every, cases, default_vars, count, importer.path.parent)
+    variants[:] = []
+    for variant in every:
+        variant.pop("_prompt", None)
+        variant.pop("_uncompiled", None)
+        refusal = refusals[id(variant)]
+        if refusal is None:
+            variants.append(variant)
+        elif len(variant.get("rendered") or {}) == len(cases):
+            # Every case rendered by promptfoo: the prompt is imported as promptfoo sends it.
+            variants.append(variant)
+            if refusal in importer.notes.unsupported:
+                importer.notes.unsupported.remove(refusal)
+            importer.notes.map(
+                f"prompt {variant['name']}",
+                refusal.where,
+                "evalnb's templates cannot compile it; each case's messages as promptfoo "
+                "renders them",
+            )
+    return record
+
+
+def _unexpandable(
+    importer: _Importer,
+    config: dict[str, Any],
+    default: dict[str, Any],
+    tests: list[Any],
+    variants: list[dict[str, Any]],
+) -> str | None:
+    """Why the config is not expanded by promptfoo (None: it is)."""
     engine = importer.engine
     if engine is None and not importer.engine_asked:
-        return unexpanded("the import was asked for evalnb's translation (engine=False)")
+        return "the import was asked for evalnb's translation (engine=False)"
     if engine is None:
-        why = "promptfoo is not here (`make promptfoo` or `npm install promptfoo` installs it)"
-        return unexpanded(why)
-    if None in places:
-        return unexpanded("the config has no prompts")
+        return "promptfoo is not here (`make promptfoo` or `npm install promptfoo` installs it)"
+    if any("_prompt" not in variant for variant in variants):
+        return "the config has no prompts"
     code = suite_code(config, tests, default)
     if code is not None:
-        return unexpanded(
+        return (
             f"not expanded by {engine.name}, as {code} and expanding would run it at import "
             "(a suite's code runs only at run or scoring, after --trust-code)"
         )
-    try:
-        expansion = expand(engine, importer.path)
-    except ExpansionError as exc:
-        return unexpanded(str(exc))
-    for variant, place in zip(variants, places, strict=True):
-        variant["_prompt"] = place
-    try:
-        count = importer.prompt_count
-        return agreement(expansion, variants, cases, default_vars, count, importer.path.parent)
-    finally:
-        for variant in variants:
-            variant.pop("_prompt", None)
+    return None
 
 
 def _notes(cases: list[dict[str, Any]], defaults: dict[str, Any]) -> list[str]:

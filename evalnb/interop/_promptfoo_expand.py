@@ -216,7 +216,10 @@ def _how(ours: Any, theirs: list[dict[str, Any]]) -> str:
 
 
 def _evalnb_messages(variant: dict[str, Any], case: Case) -> list[dict[str, Any]] | str:
-    """What evalnb's runner sends for ``case`` with ``variant`` (or why it cannot)."""
+    """What evalnb's runner sends for ``case`` with ``variant`` (or why it cannot: a
+    variant marked ``_uncompiled`` is a prompt evalnb's templates cannot compile)."""
+    if "_uncompiled" in variant:
+        return str(variant["_uncompiled"])
     fields = ("prefix", "system", "template", "chat")
     try:
         built = Variant(str(variant["name"]), **{k: variant[k] for k in fields if k in variant})
@@ -226,10 +229,14 @@ def _evalnb_messages(variant: dict[str, Any], case: Case) -> list[dict[str, Any]
 
 
 def _plain(value: Any) -> Any:
-    """A var's value as compared: text trimmed, numbers as floats (YAML's ``2.0`` is
-    JSON's ``2``)."""
+    """A var's value as compared: text trimmed, JSON text as its data (promptfoo lists it
+    re-written), numbers as floats (YAML's ``2.0`` is JSON's ``2``)."""
     if isinstance(value, str):
-        return value.strip()
+        text = value.strip()
+        if text.startswith(("{", "[")):
+            with contextlib.suppress(ValueError, RecursionError):
+                return _plain(json.loads(text))
+        return text
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int | float):

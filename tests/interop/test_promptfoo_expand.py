@@ -58,12 +58,25 @@ def test_where_jinja_and_nunjucks_differ_evalnb_sends_what_promptfoo_renders(sta
     engine = find_promptfoo()
     assert engine is not None and result.expansion is not None
     line = (
-        f"prompts expanded by {engine.name}: 2 of 4 identical; 2 differ, sent as promptfoo "
+        f"prompts expanded by {engine.name}: 2 of 6 identical; 4 differ, sent as promptfoo "
         "renders them"
     )
     assert result.expansion["line"] == line
     how = {(d["case"], d["variant"]): d["how"] for d in result.expansion["differing"]}
-    assert set(how) == {("test-1", "prompt-1"), ("test-1", "prompt-2")}
+    assert set(how) == {
+        ("test-1", "prompt-1"),
+        ("test-1", "prompt-2"),
+        ("test-1", "prompt-3"),
+        ("test-2", "prompt-3"),
+    }
+    # promptfoo's filter `load` does not compile in Jinja2: the prompt is imported (not
+    # refused) as promptfoo renders it for each case.
+    assert "the Nunjucks filter 'load'" in how[("test-2", "prompt-3")]
+    assert not result.unsupported
+    mapped = {m.name: m.how for m in result.mapped}
+    assert mapped["prompt prompt-3"] == (
+        "evalnb's templates cannot compile it; each case's messages as promptfoo renders them"
+    )
     # Jinja2 writes Python's True and 2.0; Nunjucks writes true and 2.
     assert "'user: Strict mode: True. Temperature: 2.0." in how[("test-1", "prompt-1")]
     assert "'user: Strict mode: true. Temperature: 2. " in how[("test-1", "prompt-1")]
@@ -79,7 +92,10 @@ def test_where_jinja_and_nunjucks_differ_evalnb_sends_what_promptfoo_renders(sta
         (row["testIdx"], row["promptIdx"]): sent_messages(row["prompt"]["raw"])
         for row in results["results"]["results"]
     }
-    assert len(theirs) == 4
+    assert len(theirs) == 6
+    assert theirs[(1, 2)] == [
+        {"role": "user", "content": "Known settings: strict, temperature. What is the temperature?"}
+    ]
 
     # `evalnb run` of the imported suite sends exactly those messages, and stores them.
     argv = ["run", "--experiment", str(tmp_path / "suite/experiment.toml")]
@@ -87,7 +103,7 @@ def test_where_jinja_and_nunjucks_differ_evalnb_sends_what_promptfoo_renders(sta
     assert main([*argv, "--out", str(tmp_path / "run")]) == 0
     run = evalnb.load(tmp_path / "run")
     samples = run.samples.to_dict("records")  # type: ignore[union-attr]
-    assert len(samples) == 4 and {s["status"] for s in samples} == {"completed"}
+    assert len(samples) == 6 and {s["status"] for s in samples} == {"completed"}
     for sample in samples:
         test = int(sample["case_id"].removeprefix("test-")) - 1
         prompt = int(sample["variant"].removeprefix("prompt-")) - 1
@@ -97,6 +113,8 @@ def test_where_jinja_and_nunjucks_differ_evalnb_sends_what_promptfoo_renders(sta
     variants = {v["name"]: v for v in _variants(manifest)}
     assert variants["prompt-1"]["rendered"] == {"test-1": theirs[(0, 0)]}
     assert variants["prompt-2"]["rendered"] == {"test-1": theirs[(0, 1)]}
+    assert variants["prompt-3"]["rendered"] == {"test-1": theirs[(0, 2)], "test-2": theirs[(1, 2)]}
+    assert "template" not in variants["prompt-3"]
 
 
 def _variants(manifest: dict) -> list[dict]:
@@ -177,7 +195,9 @@ def test_without_promptfoo_the_translation_renders_and_the_import_says_so(monkey
         "line": line,
     }
     experiment = evalnb.load_experiment(tmp_path / "suite/experiment.toml")
+    # The prompt of promptfoo's filter `load` is refused, as evalnb cannot render it.
     assert [v.rendered for v in experiment.variants] == [{}, {}]
+    assert [u.name for u in result.unsupported] == ["prompt 3"]
 
 
 @pytest.mark.parametrize(
