@@ -176,12 +176,15 @@ def expand(engine: PromptfooEngine, config: Path, timeout: float = EXPAND_TIMEOU
         raise ExpansionError(f"{engine.name} wrote no results (a version evalnb does not read?)")
     sent: dict[tuple[int, int], list[dict[str, Any]] | str] = {}
     tests: dict[int, dict[str, Any]] = {}
-    for row in results["results"]:
-        key = (int(row.get("testIdx", -1)), int(row.get("promptIdx", -1)))
-        raw = (row.get("prompt") or {}).get("raw")
-        error = row.get("error")
-        sent[key] = sent_messages(raw) if isinstance(raw, str) and not error else str(error)
-        tests[key[0]] = dict(row.get("vars") or {})
+    try:
+        for row in results["results"]:
+            key = (int(row.get("testIdx", -1)), int(row.get("promptIdx", -1)))
+            raw = (row.get("prompt") or {}).get("raw")
+            error = row.get("error")
+            sent[key] = sent_messages(raw) if isinstance(raw, str) and not error else str(error)
+            tests[key[0]] = dict(row.get("vars") or {})
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise ExpansionError(f"{engine.name} wrote results evalnb cannot read ({exc})") from None
     return Expansion(engine.name, len(results.get("prompts") or []), sent, tests)
 
 
@@ -215,15 +218,24 @@ def _how(ours: Any, theirs: list[dict[str, Any]]) -> str:
     return f"evalnb sends {a[start : at + 40]!r} where promptfoo sends {b[start : at + 40]!r}"
 
 
-def _evalnb_messages(variant: dict[str, Any], case: Case) -> list[dict[str, Any]] | str:
-    """What evalnb's runner sends for ``case`` with ``variant`` (or why it cannot: a
-    variant marked ``_uncompiled`` is a prompt evalnb's templates cannot compile)."""
+def _built(variant: dict[str, Any]) -> Variant | str:
+    """The variant the runner builds from ``variant`` (or why there is none: one marked
+    ``_uncompiled`` is a prompt evalnb's templates cannot compile)."""
     if "_uncompiled" in variant:
         return str(variant["_uncompiled"])
     fields = ("prefix", "system", "template", "chat")
     try:
-        built = Variant(str(variant["name"]), **{k: variant[k] for k in fields if k in variant})
-        return [dict(m) for m in built.messages_for(case)]
+        return Variant(str(variant["name"]), **{k: variant[k] for k in fields if k in variant})
+    except ValueError as exc:
+        return str(exc)
+
+
+def _evalnb_messages(variant: Variant | str, case: Case) -> list[dict[str, Any]] | str:
+    """What evalnb's runner sends for ``case`` with ``variant`` (or why it cannot)."""
+    if isinstance(variant, str):
+        return variant
+    try:
+        return [dict(m) for m in variant.messages_for(case)]
     except ValueError as exc:
         return str(exc)
 
@@ -303,13 +315,14 @@ def agreement(
     tests = lined_up(expansion, built, folder)
     if isinstance(tests, str):
         return unexpanded(f"{expansion.engine} expanded it, but {tests}", expansion.engine)
-    pairs, identical, differing = 0, 0, []
+    pairs, identical, replaced, differing = 0, 0, 0, []
     for variant in variants:
         rendered: dict[str, list[dict[str, Any]]] = {}
+        runner = _built(variant)
         for n, case in zip(tests, built, strict=True):
             theirs = expansion.sent.get((n, int(variant["_prompt"])))
             pairs += 1
-            ours = _evalnb_messages(variant, case)
+            ours = _evalnb_messages(runner, case)
             if ours == theirs:
                 identical += 1
                 continue
@@ -321,9 +334,12 @@ def agreement(
             differing.append({"case": case.id, "variant": str(variant["name"]), "how": how})
         if rendered:
             variant["rendered"] = rendered
+            replaced += len(rendered)
     line = f"prompts expanded by {expansion.engine}: {identical} of {pairs} identical"
-    if differing:
-        line += f"; {len(differing)} differ, sent as promptfoo renders them"
+    if replaced:
+        line += f"; {replaced} differ, sent as promptfoo renders them"
+    if len(differing) > replaced:
+        line += f"; {len(differing) - replaced} promptfoo does not render, sent as evalnb renders"
     return {
         "engine": expansion.engine,
         "pairs": pairs,

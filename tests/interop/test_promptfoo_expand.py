@@ -29,27 +29,49 @@ def _record(suite: Path) -> dict:
     return json.loads((suite / "imported.json").read_text(encoding="utf-8"))
 
 
+#: The configs whose prompts evalnb's templates do not all render as promptfoo does: the
+#: variant promptfoo's rendering replaces for every case, and why. promptfoo's own
+#: ``simple-csv`` example reads a JSON var with its Nunjucks filter ``load``, which Jinja2
+#: lacks: evalnb's translation refuses that prompt; expanded, it is imported as promptfoo
+#: renders it.
+NOT_IDENTICAL = {"simple-csv": ("prompts-1", "the Nunjucks filter 'load'")}
+
+
 @needs_promptfoo
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: Path(str(p)).parent.name)
-def test_every_agreement_config_expands_through_promptfoo_identically(config, tmp_path):
+def test_every_agreement_config_expands_through_promptfoo(config, tmp_path):
     result = import_promptfoo(config, tmp_path / "suite")
     engine = find_promptfoo()
     assert engine is not None and result.expansion is not None
     experiment = evalnb.load_experiment(tmp_path / "suite/experiment.toml")
     cases = evalnb.load_cases(tmp_path / "suite/cases.yaml", defaults=experiment.defaults)
     n = len(cases) * len(experiment.variants)
+    replaced, why = NOT_IDENTICAL.get(config.parent.name, (None, ""))
     line = f"prompts expanded by {engine.name}: {n} of {n} identical"
+    differing: list[dict[str, str]] = []
+    if replaced is not None:
+        line = (
+            f"prompts expanded by {engine.name}: {n - len(cases)} of {n} identical; "
+            f"{len(cases)} differ, sent as promptfoo renders them"
+        )
+        differing = result.expansion["differing"]
+        assert [(d["case"], d["variant"]) for d in differing] == [
+            (case.id, replaced) for case in cases
+        ]
+        assert all(why in d["how"] for d in differing)
+        variant = next(v for v in experiment.variants if v.name == replaced)
+        assert variant.template is None and set(variant.rendered) == {c.id for c in cases}
+        assert not [u for u in result.unsupported if u.name.startswith("prompt")]
     assert result.expansion["line"] == line
-    assert result.expansion["differing"] == []
     assert line in result.summary().splitlines()
     assert _record(tmp_path / "suite")["expansion"] == {
         "engine": engine.name,
         "pairs": n,
-        "identical": n,
-        "differing": [],
+        "identical": n - len(differing),
+        "differing": differing,
         "line": line,
     }
-    assert not any(v.rendered for v in experiment.variants)
+    assert [v.name for v in experiment.variants if v.rendered] == [replaced] * bool(replaced)
 
 
 @needs_promptfoo
