@@ -349,6 +349,11 @@ class Variant:
     ``shuffle_choices`` shows a multiple-choice case's choices in a different order per
     sample, drawn from ``shuffle_seed``, the case id and the repeat (so every variant with
     the same seed shows a sample the same order); the order is stored on the sample.
+
+    ``rendered`` maps case ids to the messages sent for those cases as they are, in place
+    of what ``template`` and ``system`` render (``prefix`` and ``params`` still apply): an
+    imported prompt as the tool that defines it rendered it (``evalnb import promptfoo``
+    stores promptfoo's rendering where evalnb's differs).
     """
 
     name: str
@@ -359,10 +364,12 @@ class Variant:
     shuffle_choices: bool = False
     shuffle_seed: int = 0
     chat: bool = False
+    rendered: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ArgumentError(f"Variant 'name' must be a non-empty string; got {self.name!r}")
+        _check_rendered(self.name, self.rendered)
         if not isinstance(self.chat, bool):
             raise ArgumentError(
                 f"Variant {self.name!r}: 'chat' must be true or false; got {self.chat!r}"
@@ -396,6 +403,11 @@ class Variant:
                 f"got {self.shuffle_seed!r}"
             )
         object.__setattr__(self, "params", _frozen_mapping(self.params))
+        rendered = {
+            str(case_id): tuple(MappingProxyType(dict(m)) for m in messages)
+            for case_id, messages in self.rendered.items()
+        }
+        object.__setattr__(self, "rendered", MappingProxyType(rendered))
 
     @property
     def is_baseline(self) -> bool:
@@ -405,6 +417,7 @@ class Variant:
             and self.template is None
             and not self.shuffle_choices
             and not self.params
+            and not self.rendered
         )
 
     def choice_order(self, case: Case, repeat: int = 0) -> tuple[int, ...] | None:
@@ -430,10 +443,15 @@ class Variant:
             messages = [{"role": "user", "content": case.prompt}]
         else:
             messages = []
+        given = self.rendered.get(case.id)
         order = self.choice_order(case, repeat)
         shown = [case.choices[i] for i in order] if order and case.choices else None
-        context = case.template_context(shown) if (self.template or self.system) else None
-        if self.template is not None:
+        context = (
+            case.template_context(shown) if (self.template or self.system) and not given else None
+        )
+        if given:
+            messages = [dict(m) for m in given]
+        elif self.template is not None:
             rendered = (
                 _render_chat(self.template, context or {})
                 if self.chat
@@ -465,7 +483,7 @@ class Variant:
                 raise ArgumentError("'prefix' goes before the user message, and the case has none")
             message = messages[users[-1]]
             message["content"] = _prefixed(self.prefix, message.get("content"))
-        if self.system is not None:
+        if self.system is not None and not given:
             system = {"role": "system", "content": _render("system", self.system, context or {})}
             first = messages[0] if messages else {}
             if first.get("role") == "system" and "name" not in first:
@@ -489,7 +507,29 @@ class Variant:
             out["shuffle_seed"] = self.shuffle_seed
         if self.chat:
             out["chat"] = True
+        if self.rendered:
+            out["rendered"] = {
+                case_id: [dict(m) for m in messages] for case_id, messages in self.rendered.items()
+            }
         return out
+
+
+def _check_rendered(name: str, rendered: Any) -> None:
+    """A variant's ``rendered``: case ids, each with a non-empty list of messages."""
+    if not isinstance(rendered, Mapping):
+        raise ArgumentError(
+            f"Variant {name!r}: 'rendered' must map case ids to messages; got {rendered!r}"
+        )
+    for case_id, messages in rendered.items():
+        if (
+            not isinstance(messages, list | tuple)
+            or not messages
+            or not all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in messages)
+        ):
+            raise ArgumentError(
+                f"Variant {name!r}: 'rendered.{case_id}' must be a list of messages (each "
+                f"with a 'role'); got {messages!r}"
+            )
 
 
 def _render(field: str, source: str, context: Mapping[str, Any]) -> str:

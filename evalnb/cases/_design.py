@@ -277,6 +277,7 @@ def _variant_from(item: Mapping[str, Any]) -> Variant:
         shuffle_choices=item.get("shuffle_choices", False),
         shuffle_seed=item.get("shuffle_seed", 0),
         chat=item.get("chat", False),
+        rendered=item.get("rendered") or {},
     )
 
 

@@ -100,6 +100,7 @@ _VARIANT = (
     "shuffle_choices",
     "shuffle_seed",
     "chat",
+    "rendered",
     "params",
     "target",
 )
@@ -195,6 +196,7 @@ def _variant(raw: Any, where: str, base: Path) -> Variant:
             shuffle_choices=raw.get("shuffle_choices", False),
             shuffle_seed=raw.get("shuffle_seed", 0),
             chat=raw.get("chat", False),
+            rendered=raw.get("rendered", {}),
         )
     except ValueError as exc:
         raise CasesError(f"{where}: {exc}") from None

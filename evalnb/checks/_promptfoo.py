@@ -59,7 +59,14 @@ from evalnb.checks._promptfoo_compare import (
     select_best,
 )
 
-__all__ = ["WORKER_MEMORY_MB", "PromptfooCheck", "PromptfooEngine", "find_promptfoo"]
+__all__ = [
+    "WORKER_MEMORY_MB",
+    "PromptfooCheck",
+    "PromptfooEngine",
+    "find_promptfoo",
+    "no_network",
+    "quiet_env",
+]
 
 #: The address space of the grading process, in MB (V8 reserves far more than it uses).
 WORKER_MEMORY_MB = 8192
@@ -215,6 +222,12 @@ def _unshare() -> list[str]:
         return []
     probe = subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=10, check=False)
     return [unshare, "-rn"] if probe.returncode == 0 else []
+
+
+def no_network() -> list[str]:
+    """The command prefix that runs a process in a network namespace with no interface
+    (``unshare -rn``), or nothing where this system cannot make one."""
+    return _unshare()
 
 
 #: Answers a grading prompt: ``(reply, error)``.

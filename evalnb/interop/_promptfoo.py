@@ -39,6 +39,13 @@ from evalnb.interop._promptfoo_engine import (
     engine_reason,
     engine_spec,
 )
+from evalnb.interop._promptfoo_expand import (
+    ExpansionError,
+    agreement,
+    expand,
+    suite_code,
+    unexpanded,
+)
 from evalnb.interop._promptfoo_graders import (
     CODE,
     GRADERS,
@@ -191,6 +198,11 @@ class _Importer:
         self.fallback: list[Note] = []
         #: defaultTest assertions that go with each test (they name per-test vars).
         self.per_case: list[Any] = []
+        #: The prompts read from the config, imported or refused (promptfoo numbers them).
+        self.prompt_count = 0
+        #: Whether promptfoo was asked for (``engine=True``); ``engine`` is None when it is
+        #: not here.
+        self.engine_asked = True
 
     def yaml(self, path: Path, text: str) -> Any:
         """The YAML in ``text``; its nodes come out of the budget the config shares with
@@ -221,7 +233,10 @@ class _Importer:
     # -- prompts ------------------------------------------------------------------
 
     def prompts(self, raw: Any) -> list[dict[str, Any]]:
-        return Prompts(self).variants(raw)
+        reader = Prompts(self)
+        variants = reader.variants(raw)
+        self.prompt_count = len(reader.found)
+        return variants
 
     # -- assertions ---------------------------------------------------------------
 
@@ -728,6 +743,7 @@ def import_promptfoo(
     sources = Sources(limits, root=path.parent, allow_outside=allow_outside)
     with reading(path):
         importer = _Importer(path, sources, find_promptfoo() if engine else None)
+        importer.engine_asked = engine
         text = sources.text(path, "the promptfoo config")
         lfs_pointer(path, text)
         config = importer.yaml(path, text)
@@ -786,12 +802,16 @@ def _import(
             defaults["checks"] = checks
     importer.taken = taken
     cases = []
-    for n, (where, test) in enumerate(importer.test_items(config.get("tests")), start=1):
+    items = importer.test_items(config.get("tests"))
+    for n, (where, test) in enumerate(items, start=1):
         cases += importer.case(n, where, test, default_vars)
     _transcripts(importer, variants, cases, default_vars)
+    tests = [test for _, test in items]
+    expansion = _expanded(importer, config, default, tests, variants, cases, default_vars)
     result = importer.notes.result("promptfoo", path, importer.sources.files)
     result.fallback = importer.fallback
     result.engine = importer.engine.name if importer.engine else None
+    result.expansion = expansion
     return write_suite(
         result,
         dest,
@@ -802,6 +822,86 @@ def _import(
         judge=importer.judge,
         notes=_notes(cases, defaults),
     )
+
+
+def _expanded(
+    importer: _Importer,
+    config: dict[str, Any],
+    default: dict[str, Any],
+    tests: list[Any],
+    variants: list[dict[str, Any]],
+    cases: list[dict[str, Any]],
+    default_vars: dict[str, Any],
+) -> dict[str, Any]:
+    """Who renders the prompts (see :mod:`~evalnb.interop._promptfoo_expand`): promptfoo's
+    expansion where it can run here without the suite's own code, each variant carrying
+    promptfoo's rendering of the cases where evalnb's differs, and a prompt evalnb's
+    templates cannot compile kept as promptfoo renders it for every case; else evalnb's
+    translation. ``variants`` is changed in place: the marks taken off, and a prompt that
+    does not compile left out unless promptfoo renders it."""
+    every = list(variants)
+    variants[:] = [v for v in every if "_uncompiled" not in v]
+    why = _unexpandable(importer, config, default, tests, every)
+    if why is not None:
+        for variant in every:
+            variant.pop("_prompt", None)
+        return unexpanded(why)
+    assert importer.engine is not None
+    try:
+        expansion = expand(importer.engine, importer.path)
+    except ExpansionError as exc:
+        expansion = None
+        record = unexpanded(str(exc))
+    refusals = {id(v): v.pop("_uncompiled", None) for v in every}
+    if expansion is not None:
+        for variant in every:
+            if refusals[id(variant)] is not None:
+                variant["_uncompiled"] = refusals[id(variant)].reason
+        count = importer.prompt_count
+        record = agreement(expansion, every, cases, default_vars, count, importer.path.parent)
+    variants[:] = []
+    for variant in every:
+        variant.pop("_prompt", None)
+        variant.pop("_uncompiled", None)
+        refusal = refusals[id(variant)]
+        if refusal is None:
+            variants.append(variant)
+        elif len(variant.get("rendered") or {}) == len(cases):
+            # Every case rendered by promptfoo: the prompt is imported as promptfoo sends it.
+            variants.append(variant)
+            if refusal in importer.notes.unsupported:
+                importer.notes.unsupported.remove(refusal)
+            importer.notes.map(
+                f"prompt {variant['name']}",
+                refusal.where,
+                "evalnb's templates cannot compile it; each case's messages as promptfoo "
+                "renders them",
+            )
+    return record
+
+
+def _unexpandable(
+    importer: _Importer,
+    config: dict[str, Any],
+    default: dict[str, Any],
+    tests: list[Any],
+    variants: list[dict[str, Any]],
+) -> str | None:
+    """Why the config is not expanded by promptfoo (None: it is)."""
+    engine = importer.engine
+    if engine is None and not importer.engine_asked:
+        return "the import was asked for evalnb's translation (engine=False)"
+    if engine is None:
+        return "promptfoo is not here (`make promptfoo` or `npm install promptfoo` installs it)"
+    if any("_prompt" not in variant for variant in variants):
+        return "the config has no prompts"
+    code = suite_code(config, tests, default)
+    if code is not None:
+        return (
+            f"not expanded by {engine.name}, as {code} and expanding would run it at import "
+            "(a suite's code runs only at run or scoring, after --trust-code)"
+        )
+    return None
 
 
 def _notes(cases: list[dict[str, Any]], defaults: dict[str, Any]) -> list[str]:

@@ -150,18 +150,24 @@ class Prompts:
                 self.inline(item, label, where)
         variants = []
         for n, (label, parts, where) in enumerate(self.found, start=1):
+            name = _safe_name(str(label) if label else f"prompt-{n}")
             try:
                 for text in parts.values():
                     if isinstance(text, str):
                         check_template(text)
             except ValueError as exc:
                 importer.notes.refuse(f"prompt {n}", where, _compile_reason(str(exc)))
+                # Kept aside (``_uncompiled``: its refusal): promptfoo's expansion, where it
+                # runs, renders it for every case; else it is left out.
+                refusal = importer.notes.unsupported[-1]
+                variants.append({"name": name, "_prompt": n - 1, "_uncompiled": refusal})
                 continue
             if "system" not in parts and str(parts["template"]).lstrip().startswith(_CHAT_TEXT):
                 # promptfoo reads such a prompt's rendering as a message list when it is one.
                 parts["chat"] = True
-            variants.append({"name": _safe_name(str(label) if label else f"prompt-{n}"), **parts})
-        if not variants:
+            # ``_prompt``: the prompt's place in the config, as promptfoo numbers its prompts.
+            variants.append({"name": name, **parts, "_prompt": n - 1})
+        if all("_uncompiled" in v for v in variants):
             refused = "; ".join(f"{u.name}: {u.reason}" for u in importer.notes.unsupported[:5])
             raise source_error(importer.path, f"no prompt could be imported ({refused})")
         return variants

@@ -157,6 +157,9 @@ class ImportResult:
     reader: str | None = None
     #: Each source item graded by evalnb's own translation, not the tool's engine, and why.
     fallback: list[Note] = field(default_factory=list)
+    #: Who rendered the imported prompts, when there is a choice: ``{"engine", "line",
+    #: ...}`` (``line`` the report's one line; see ``evalnb.interop._promptfoo_expand``).
+    expansion: dict[str, Any] | None = None
 
     def refusals(self, limit: int = 5) -> str:
         """The first refusals on one line (for a fatal error), or empty text."""
@@ -189,6 +192,7 @@ class ImportResult:
             "engine": self.engine,
             "reader": self.reader,
             "fallback": [f.to_dict() for f in self.fallback],
+            **({"expansion": self.expansion} if self.expansion is not None else {}),
         }
 
     def summary(self) -> str:
@@ -204,6 +208,12 @@ class ImportResult:
                 lines.append(f"  ... and {len(groups) - 15} more kinds (all listed in {RECORD})")
         if self.reader:
             lines.append(f"read by {self.reader}")
+        if self.expansion is not None:
+            lines.append(str(self.expansion["line"]))
+            differing = self.expansion.get("differing") or []
+            lines += [f"  {d['case']} / {d['variant']}: {d['how']}" for d in differing[:5]]
+            if len(differing) > 5:
+                lines.append(f"  ... and {len(differing) - 5} more (all listed in {RECORD})")
         if self.engine:
             lines.append(f"graded by {self.engine}: every check not listed under fallback")
         if self.fallback:
@@ -363,7 +373,11 @@ def write_suite(
         lines += ["", "[judge]", 'model = "judge"']
     for variant in variants or [{"name": "baseline"}]:
         lines += ["", "[[variants]]"]
-        lines += [f"{key} = {toml_value(value)}" for key, value in variant.items()]
+        lines += [f"{key} = {toml_value(v)}" for key, v in variant.items() if key != "rendered"]
+        if variant.get("rendered"):
+            # The messages sent for some cases as they are: a table of one line per case.
+            lines.append("[variants.rendered]")
+            lines += [f"{toml_value(k)} = {toml_value(v)}" for k, v in variant["rendered"].items()]
     cases_path, experiment_path = dest / "cases.yaml", dest / "experiment.toml"
     with undone_on_error(dest, result.source):
         dest.mkdir(parents=True, exist_ok=True)
