@@ -207,7 +207,8 @@ def _shown(messages: Any) -> str:
 def _how(ours: Any, theirs: list[dict[str, Any]]) -> str:
     """Where evalnb's rendering (messages, or why it has none) differs from promptfoo's."""
     if isinstance(ours, str):
-        return f"evalnb cannot render it ({ours[:120]}); promptfoo sends {_shown(theirs)[:80]!r}"
+        why = ours.split(" (", 1)[0].split("; ", 1)[0]  # its first clause, whole
+        return f"evalnb cannot render it: {why}; promptfoo sends {_shown(theirs)[:80]!r}"
     a, b = _shown(ours), _shown(theirs)
     if a == b:
         return f"the messages' fields differ: evalnb {list(ours)!r:.80}, promptfoo {theirs!r:.80}"

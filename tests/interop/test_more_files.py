@@ -145,8 +145,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "assertions": {"icontains": 4},
         "default": [],
         "approximated": ["provider openai:gpt-4o-mini"],
-        # The first prompt of prompts.txt uses promptfoo's own Nunjucks filter 'load'.
+        # The first prompt of prompts.txt uses promptfoo's own Nunjucks filter 'load': refused
+        # by the translation; with promptfoo here, imported as promptfoo renders each case.
         "unsupported": ["prompt 1"],
+        "with_promptfoo": {"variants": ["prompts-1", "prompts-2"], "unsupported": []},
     },
     "summarization": {
         "path": MORE / "promptfoo/summarization/promptfooconfig.yaml",
@@ -229,7 +231,7 @@ def _check_report(result: ImportResult, expected: dict[str, Any]) -> None:
 def test_promptfoo_config_with_promptfoo_here(name, with_engine):
     """promptfoo grades every assertion but cost, python and similar, each check naming it."""
     assert ENGINE_FOUND is not None
-    expected = CONFIGS[name]
+    expected = {**CONFIGS[name], **CONFIGS[name].get("with_promptfoo", {})}
     result, suite = with_engine(name)
     _check_report(result, expected)
     engine = f"promptfoo {ENGINE_FOUND.version}"
@@ -336,7 +338,8 @@ def test_summarization_runs_and_its_checks_tell_answers_apart(tmp_path, monkeypa
 @needs_promptfoo
 def test_simple_csv_is_graded_by_promptfoo_and_passes_right_answers(tmp_path, with_engine):
     """The CSV's ``__expected`` (``icontains:bonjour``) graded by promptfoo's own
-    runAssertion: right translations pass."""
+    runAssertion: right translations pass, under both prompts (the first, which reads a
+    JSON var with promptfoo's filter ``load``, sent as promptfoo renders it)."""
     _, suite = with_engine("simple-csv")
     right = {
         ("French", "Hello world"): "Bonjour le monde !",
@@ -349,7 +352,9 @@ def test_simple_csv_is_graded_by_promptfoo_and_passes_right_answers(tmp_path, wi
         return right[(request.case.vars["language"], request.case.vars["body"])]
 
     run = _run(suite, tmp_path / "run", answer)
-    assert len(run.checks) == 4 and run.checks["outcome"].astype(bool).all()
+    assert len(run.checks) == 4 * 2 and run.checks["outcome"].astype(bool).all()
+    rendered = {s.variant: s.prompt for s in run.samples.itertuples() if s.case_id == "test-1"}
+    assert "skilled translator" in json.dumps(rendered["prompts-1"])
     assert set(run.checks["check_type"]) == {"promptfoo"}
     evidence = [json.loads(e) for e in run.checks["evidence"]]
     assert {e["engine"] for e in evidence} == {f"promptfoo {ENGINE_FOUND.version}"}  # type: ignore[union-attr]
