@@ -323,13 +323,21 @@ def _assertion(value: Any) -> dict[str, Any]:
     return plain
 
 
+def _var_names(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError("must be an object of evalnb's var name: promptfoo's var name")
+    return dict(value)
+
+
 @register
 class PromptfooCheck(SpecCheck):
     """An imported promptfoo assertion graded by promptfoo itself (see the module)."""
 
     type = "promptfoo"
     required = {"assertion": _assertion}
-    optional = {"engine": str}
+    optional = {"engine": str, "var_names": _var_names}
     reads_case = True
 
     def validate(self, where: str) -> None:
@@ -343,6 +351,12 @@ class PromptfooCheck(SpecCheck):
 
     def label(self) -> str:
         return str(self.values["assertion"]["type"])
+
+    def promptfoo_vars(self, case: Case) -> dict[str, Any]:
+        """The case's vars under the names promptfoo knows (``var_names``: an importer kept
+        a var named like one of evalnb's own fields apart, as ``var_prompt``)."""
+        names = self.values.get("var_names") or {}
+        return {names.get(key, key): value for key, value in case.vars.items()}
 
     def carried_code(self) -> str | None:
         """What of the assertion promptfoo would run as code (the trust rule asks about it)."""
@@ -380,7 +394,7 @@ class PromptfooCheck(SpecCheck):
         judge = _judge_call(loop, sample, asked)
         request = {
             "assertion": for_worker(self.values["assertion"]),
-            "test": {"vars": dict(case.vars), "metadata": dict(case.metadata)},
+            "test": {"vars": self.promptfoo_vars(case), "metadata": dict(case.metadata)},
             "output": sample.answer or "",
             "prompt": sample.prompt,
             "latency_ms": sample.latency_ms,

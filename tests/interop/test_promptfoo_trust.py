@@ -79,6 +79,7 @@ def test_promptfoo_javascript_runs_only_when_trusted_and_the_approval_is_kept(tm
     marker = tmp_path / "PWNED"
     import_promptfoo(_config(tmp_path / "source", marker), tmp_path / "suite")
     assert not marker.exists()  # import: parsed, never run
+    assert "only with --trust-code" in (tmp_path / "suite/experiment.toml").read_text("utf-8")
     cases = evalnb.load_cases(tmp_path / "suite/cases.yaml")
     assert [c.name for c in code_checks(c.checks for c in cases)] == ["javascript"]
     assert not marker.exists()  # load: parsed, never run
