@@ -252,6 +252,13 @@ def _numbers(grader: dict[str, Any], path: Path, where: str) -> None:
             _numbers(sub, path, f"{where}.graders.{name}")
 
 
+def _found(data: Any) -> str:
+    """What a criteria file held instead of graders, shortly."""
+    if isinstance(data, dict) and "testing_criteria" not in data:
+        return "an object with " + (", ".join(repr(k) for k in list(data)[:6]) or "no field")
+    return shown(data.get("testing_criteria") if isinstance(data, dict) else data)
+
+
 def _criteria(path: Path, sources: Sources) -> list[Any]:
     data = parse_json(sources.text(path, "the testing criteria"), str(path), "JSON")
     graders = data.get("testing_criteria") if isinstance(data, dict) else data
@@ -259,7 +266,7 @@ def _criteria(path: Path, sources: Sources) -> list[Any]:
         raise source_error(
             path,
             "expected a list of graders, or an object with 'testing_criteria' (a list); "
-            f"got {shown(graders if isinstance(data, dict) else data)}",
+            f"got {_found(data)}",
         )
     return graders
 

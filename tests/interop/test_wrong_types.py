@@ -308,3 +308,29 @@ def test_openai_graders_wrong_item_wrappers_say_what_to_do(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "data.jsonl:1" in err and expected in err, err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("fmt", "expected"),
+    [
+        ("inspect", "or read its field with --field input=item.input"),
+        ("openai-evals", "import it with `evalnb import openai-graders"),
+    ],
+)
+def test_openai_evals_items_given_to_another_importer_say_which_to_use(
+    fmt, expected, tmp_path, capsys
+) -> None:
+    data = _write(tmp_path / "data.jsonl", json.dumps(ITEM) + "\n")
+    assert main(["import", fmt, str(data), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "data.jsonl:1: expected" in err and expected in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_data_file_given_as_criteria_says_what_it_holds(tmp_path, capsys) -> None:
+    data = _write(tmp_path / "data.jsonl", json.dumps(ITEM) + "\n")
+    argv = ["import", "openai-graders", str(data), "--criteria", str(data)]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "data.jsonl: expected a list of graders" in err, err
+    assert "got an object with 'item'" in err
