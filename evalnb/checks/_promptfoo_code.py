@@ -18,7 +18,6 @@ Plain templates (``{{ topic }}``, ``{{ answer | lower }}``) are data.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -30,9 +29,20 @@ SCRIPTS = ("javascript", "python", "ruby")
 CODE_FILES = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".jsx", ".tsx", ".py", ".rb")
 #: Fields whose value promptfoo runs as a JavaScript function.
 TRANSFORMS = ("transform", "contextTransform")
-_CALLING = re.compile(
-    r"\{\{(?:(?!\}\}).)*\((?:(?!\}\}).)*\}\}|\{%(?:(?!%\}).)*\((?:(?!%\}).)*%\}", re.S
-)
+
+
+def _calls(text: str) -> bool:
+    """Whether a ``{{ }}`` or ``{% %}`` block of ``text`` holds a ``(`` (linear time)."""
+    for opening, closing in (("{{", "}}"), ("{%", "%}")):
+        start = text.find(opening)
+        while start != -1:
+            end = text.find(closing, start + 2)
+            if end == -1:
+                break
+            if "(" in text[start:end]:
+                return True
+            start = text.find(opening, end + 2)
+    return False
 
 
 def _names_code(value: Any) -> bool:
@@ -92,7 +102,7 @@ def _pieces(assertion: Any, where: str) -> Iterator[tuple[str, str, str]]:
         if key == "assert" or f"{where}{key}" in taken:
             continue
         for at, text in _strings(item, f"{where}{key}"):
-            if _CALLING.search(text):
+            if _calls(text):
                 yield at, "template", text
     nested = assertion.get("assert")
     if isinstance(nested, list):

@@ -16,6 +16,8 @@ from typing import Any
 
 from evalnb._types import RESERVED_VARS
 
+_OPENING = re.compile(r"\{\{|\{%")
+
 __all__ = [
     "keep_apart",
     "renamed_code",
@@ -25,8 +27,6 @@ __all__ = [
     "renames",
     "report",
 ]
-
-_BLOCK = re.compile(r"(\{\{.*?\}\}|\{%.*?%\})", re.S)
 
 
 def renames(names: Iterable[str], prefix: str) -> dict[str, str]:
@@ -56,10 +56,17 @@ def renamed_template(text: str, renamed: Mapping[str, str]) -> str:
     names = "|".join(re.escape(name) for name in sorted(renamed, key=len, reverse=True))
     word = re.compile(rf"(?<![\w.'\"])({names})(?![\w'\"])|(?<=\bvars\.)({names})(?!\w)")
 
-    def block(match: re.Match[str]) -> str:
-        return word.sub(lambda m: renamed[m[1] or m[2]], match[0])
-
-    return _BLOCK.sub(block, text)
+    out, at = [], 0
+    for opening in _OPENING.finditer(text):  # each {{ }} / {% %} block, in linear time
+        start = opening.start()
+        if start < at:
+            continue
+        end = text.find("}}" if opening[0] == "{{" else "%}", start + 2)
+        if end == -1:
+            break
+        out += [text[at:start], word.sub(lambda m: renamed[m[1] or m[2]], text[start : end + 2])]
+        at = end + 2
+    return "".join([*out, text[at:]])
 
 
 def renamed_code(code: str, renamed: Mapping[str, str]) -> str:
