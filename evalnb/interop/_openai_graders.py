@@ -347,6 +347,7 @@ def import_openai_graders(
         how = f"no item has a text 'input': the prompt sent is each item's {field!r}"
         result.approximated.append(Note("prompt", str(path), how))
     cases = []
+    seen: dict[str, str] = {}
     for n, (where, item) in enumerate(items, start=1):
         checks = []
         for i, grader in kept:
@@ -355,6 +356,13 @@ def import_openai_graders(
             except ValueError as exc:
                 raise source_error(criteria_path, str(exc)) from None
         name = str(item.get("id") or f"item-{n}")
+        if name in seen:
+            raise source_error(
+                Path(where),
+                f"'id' must be unique; got {name!r} again (first at {seen[name]}): give each "
+                "item its own 'id', or leave it out (items are then numbered)",
+            )
+        seen[name] = where
         case: dict[str, Any] = {"id": name, "vars": renamed_keys(item, renamed)}
         case["metadata"] = {"source": where}
         if checks:

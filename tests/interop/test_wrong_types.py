@@ -296,6 +296,11 @@ def test_openai_graders_criteria_of_the_wrong_type_are_one_line_or_imported(
         ('["Q?"]', 'expected {"item": {...}}'),
         ('{"item": {"question_text": "Q?"}}', "name the prompt's field 'input'"),
         ('{"item": {"input": "Q?"', "data.jsonl:1"),
+        (
+            '{"item": {"id": 7, "input": "Q?", "reference": "A", "prompt": "p"}}\n'
+            '{"item": {"id": 7, "input": "R?", "reference": "B", "prompt": "p"}}',
+            "data.jsonl:2: 'id' must be unique; got '7' again (first at",
+        ),
     ],
 )
 def test_openai_graders_wrong_item_wrappers_say_what_to_do(
@@ -306,7 +311,7 @@ def test_openai_graders_wrong_item_wrappers_say_what_to_do(
     argv = ["import", "openai-graders", str(data), "--criteria", str(criteria)]
     assert main([*argv, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "data.jsonl:1" in err and expected in err, err
+    assert err.count("\n") == 1 and "data.jsonl:" in err and expected in err, err
     assert not (tmp_path / "out").exists()
 
 
