@@ -59,6 +59,7 @@ from evalnb.checks._engine import (
 from evalnb.checks._judge import JUDGE
 from evalnb.checks._openai_grader import grader_problem as openai_grader_problem
 from evalnb.checks._promptfoo import PromptfooEngine, find_promptfoo, no_network, quiet_env
+from evalnb.checks._promptfoo_code import assertion_code as promptfoo_code
 from evalnb.checks._python import load_functions
 from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
 from evalnb.checks._text_similarity import engine as similarity_engine
@@ -93,6 +94,7 @@ __all__ = [
     "load_functions",
     "no_network",
     "openai_grader_problem",
+    "promptfoo_code",
     "quiet_env",
     "register",
     "require_trust",

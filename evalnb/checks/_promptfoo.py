@@ -14,6 +14,10 @@ no interface where ``unshare`` can make one, only ``PATH`` and promptfoo's own s
 its environment, and it dies with the evalnb process. A call past its time ends the
 process, fails saying why, and the next call starts a new one.
 
+An assertion that carries code promptfoo would run (``javascript``, a ``transform``, a
+template that calls something: :mod:`evalnb.checks._promptfoo_code`) is suite code: it is
+graded only once trusted (:mod:`evalnb.checks._trust`, ``--trust-code``).
+
 A model-graded assertion (``llm-rubric``, ``factuality``, ``g-eval``, ...) gets a grading
 provider that asks evalnb: evalnb sends promptfoo's grading prompt to the run's judge target
 (:data:`~evalnb.checks._judge.JUDGE`: the run's OpenAI-compatible server or ``--judge``)
@@ -51,6 +55,7 @@ from evalnb._exceptions import ArgumentError, TargetError
 from evalnb._types import Case, CheckResult, Request, Sample, Variant
 from evalnb.checks._base import Outcome, SpecCheck, register
 from evalnb.checks._javascript import node_path, permission_flag
+from evalnb.checks._promptfoo_code import assertion_code, code_kinds, for_worker
 from evalnb.checks._promptfoo_compare import (
     COMPARING,
     assertion_types,
@@ -58,6 +63,7 @@ from evalnb.checks._promptfoo_compare import (
     max_score,
     select_best,
 )
+from evalnb.checks._trust import require_approved
 
 __all__ = [
     "WORKER_MEMORY_MB",
@@ -355,13 +361,21 @@ def _assertion(value: Any) -> dict[str, Any]:
     return plain
 
 
+def _var_names(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError("must be an object of evalnb's var name: promptfoo's var name")
+    return dict(value)
+
+
 @register
 class PromptfooCheck(SpecCheck):
     """An imported promptfoo assertion graded by promptfoo itself (see the module)."""
 
     type = "promptfoo"
     required = {"assertion": _assertion}
-    optional = {"engine": str}
+    optional = {"engine": str, "var_names": _var_names}
     reads_case = True
 
     def validate(self, where: str) -> None:
@@ -378,16 +392,49 @@ class PromptfooCheck(SpecCheck):
     def label(self) -> str:
         return str(self.values["assertion"]["type"])
 
+    def promptfoo_vars(self, case: Case) -> dict[str, Any]:
+        """The case's vars under the names promptfoo knows (``var_names``: an importer kept
+        a var named like one of evalnb's own fields apart, as ``var_prompt``)."""
+        names = self.values.get("var_names") or {}
+        return {names.get(key, key): value for key, value in case.vars.items()}
+
+    def carried_code(self) -> str | None:
+        """What of the assertion promptfoo would run as code (the trust rule asks about it)."""
+        return assertion_code(self.values["assertion"])
+
+    def code_label(self) -> str:
+        """``promptfoo javascript in check 'x'``: how a refusal names it."""
+        return f"promptfoo {'/'.join(code_kinds(self.values['assertion']))} in check {self.name!r}"
+
+    @staticmethod
+    def code_bounds() -> str:
+        """One line: which layers bound the code promptfoo runs in the grading worker."""
+        node = node_path()
+        fenced = (
+            "Node's permission model: reads anywhere, writes only its temporary folder, "
+            "no child process"
+            if node is not None and permission_flag(node)
+            else "no Node permission model here: the file system is not fenced"
+        )
+        network = "no network (own namespace)" if _unshare() else "no network namespace here"
+        return (
+            f"promptfoo's grading worker, one Node.js process with {WORKER_MEMORY_MB} MB of "
+            f"address space and a {WORKER_HEAP_MB} MB heap, {CALL_TIMEOUT:g} s a call, PATH "
+            f"only; {network}; {fenced}"
+        )
+
     async def __call__(self, sample: Sample) -> Outcome:
         assert self.engine is not None
         engine = self.engine
+        if self.carried_code() is not None:  # suite code: only once trusted
+            require_approved(self)
         case = self.bound_case()
         loop = asyncio.get_running_loop()
         asked: list[dict[str, Any]] = []
         judge = _judge_call(loop, sample, asked)
         request = {
-            "assertion": self.values["assertion"],
-            "test": {"vars": dict(case.vars), "metadata": dict(case.metadata)},
+            "assertion": for_worker(self.values["assertion"]),
+            "test": {"vars": self.promptfoo_vars(case), "metadata": dict(case.metadata)},
             "output": sample.answer or "",
             "prompt": sample.prompt,
             "latency_ms": sample.latency_ms,
@@ -419,10 +466,15 @@ class PromptfooCheck(SpecCheck):
             types = assertion_types(case)
             rows = [components(row, types) for row in others]
             return max_score(assertion, rows, self.engine.name)
+        if self.carried_code() is not None:  # suite code: only once trusted
+            require_approved(self)
         asked: list[dict[str, Any]] = []
         judge = _judge_call(asyncio.get_running_loop(), samples[0], asked)
         grade = functools.partial(_PROCESS.grade, self.engine, judge=judge)
-        return await select_best(assertion, case, self.engine.name, samples, grade, asked)
+        given = self.promptfoo_vars(case)
+        return await select_best(
+            for_worker(assertion), case, self.engine.name, samples, grade, asked, given
+        )
 
 
 def _judge_call(

@@ -39,12 +39,17 @@ async def select_best(
     samples: Sequence[Sample],
     grade: Callable[[dict[str, Any]], dict[str, Any]],
     asked: list[dict[str, Any]],
+    test_vars: Mapping[str, Any] | None = None,
 ) -> list[Outcome]:
     """The outcome of each of ``samples`` (completed answers of one group, at least two):
-    ``grade`` sends the request to the grading worker, whose judge calls land in ``asked``."""
+    ``grade`` sends the request to the grading worker, whose judge calls land in ``asked``;
+    ``test_vars`` are the vars as promptfoo names them (the case's own by default)."""
     request = {
         "assertion": dict(assertion),
-        "test": {"vars": dict(case.vars), "metadata": dict(case.metadata)},
+        "test": {
+            "vars": dict(case.vars if test_vars is None else test_vars),
+            "metadata": dict(case.metadata),
+        },
         "outputs": [s.answer or "" for s in samples],
     }
     reply = await asyncio.to_thread(grade, request)

@@ -1,11 +1,14 @@
 """Whether the code a suite carries may run: asked once per suite, remembered by SHA-256.
 
 Code that came with a suite (``python_code`` checks: promptfoo's and OpenAI's ``python``
-graders) is data until the user says otherwise. Building, loading, importing and reporting
-only parse it. A run or a scoring whose checks hold such code calls :func:`require_trust`
-first: without ``trust_code=True`` (``--trust-code``) and without an earlier approval of the
-very same code, it stops with one line naming the files; with either, it prints one line
-naming them and the bounds they run under, records the approval, and the checks may run.
+graders; ``promptfoo`` checks whose assertion carries code promptfoo runs, see
+:mod:`evalnb.checks._promptfoo_code`) is data until the user says otherwise. Building,
+loading, importing and reporting only parse it. A run or a scoring whose checks hold such
+code calls :func:`require_trust` first: without ``trust_code=True`` (``--trust-code``) and
+without an earlier approval of the very same code, it stops with one line naming the files
+or checks; with either, it prints one line naming them and the bounds they run under,
+records the approval, and the checks may run. evalnb's own ``javascript`` checks run in a
+sandbox without Node's API and are not asked about.
 
 Approvals live in ``$XDG_CONFIG_HOME/evalnb/trusted-code.json`` (``~/.config/...``), one
 SHA-256 per code text: an edited grader is a new one and is asked about again.
@@ -24,24 +27,42 @@ from typing import Any
 
 from evalnb._exceptions import ArgumentError
 
-__all__ = ["approvals_path", "code_checks", "require_approved", "require_trust"]
+__all__ = ["approvals_path", "carried_code", "code_checks", "require_approved", "require_trust"]
 
 _lock = threading.Lock()
 _approved: set[str] = set()
 
 
+def carried_code(check: Any) -> str | None:
+    """The code ``check`` carries from the suite (None: none): a ``python_code`` check's
+    source, or what another check's ``carried_code()`` says (a ``promptfoo`` check: what
+    promptfoo would run of its assertion)."""
+    if getattr(check, "type", None) == "python_code":
+        return str(check.values["code"])
+    method = getattr(check, "carried_code", None)
+    return method() if callable(method) else None
+
+
 def _digest(check: Any) -> str:
-    return hashlib.sha256(str(check.values["code"]).encode()).hexdigest()
+    return hashlib.sha256(str(carried_code(check)).encode()).hexdigest()
 
 
 def _name(check: Any) -> str:
+    case = getattr(getattr(check, "case", None), "id", None)
+    of_case = f" of case {case!r}" if case is not None else ""
+    if check.type != "python_code":
+        return f"{check.code_label()}{of_case}"
     given = check.values.get("file")
-    return str(given) if given else f"inline Python in check {check.name!r}"
+    return str(given) if given else f"inline Python in check {check.name!r}{of_case}"
 
 
 def code_checks(checks: Iterable[Iterable[Any]]) -> list[Any]:
     """The checks, among every case's, whose code came with the suite."""
-    return [c for group in checks for c in group if getattr(c, "type", None) == "python_code"]
+    return [c for group in checks for c in group if carried_code(c) is not None]
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def approvals_path() -> Path:
@@ -83,21 +104,32 @@ def require_trust(checks: Iterable[Iterable[Any]], trust_code: bool, action: str
     if not isinstance(trust_code, bool):
         raise TypeError(f"'trust_code' must be True or False; got {trust_code!r}")
     hashes = {_digest(c) for c in found}
-    names = sorted({_name(c) for c in found})
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    python = sorted({_name(c) for c in found if c.type == "python_code"})
+    named = sorted({_name(c) for c in found if c.type != "python_code"})
     if not trust_code and not hashes <= _recorded():
+        language = "code" if named else "Python code"
         raise ArgumentError(
-            f"the suite carries Python code ({shown}) that runs only when you say so: "
-            f"{action} again with --trust-code (trust_code=True) if you trust its source; "
-            "nothing was run"
+            f"the suite carries {language} ({_shown(python + named)}) that runs only "
+            f"when you say so: {action} again with --trust-code (trust_code=True) if you trust "
+            "its source; nothing was run"
         )
     if trust_code:
         _record(hashes)
     with _lock:
         _approved.update(hashes)
-    from evalnb.checks._sandbox import python_layers
+    notices = []
+    if python:
+        from evalnb.checks._sandbox import python_layers
 
-    print(f"evalnb: running the suite's Python ({shown}): {python_layers()}", file=sys.stderr)
+        notices.append(f"the suite's Python ({_shown(python)}): {python_layers()}")
+    by_kind: dict[Any, list[Any]] = {}
+    for check in found:
+        if check.type != "python_code":
+            by_kind.setdefault(type(check), []).append(check)
+    for kind, group in by_kind.items():
+        names = sorted({_name(c) for c in group})
+        notices.append(f"the suite's code ({_shown(names)}): {kind.code_bounds()}")
+    print(f"evalnb: running {'; and '.join(notices)}", file=sys.stderr)
 
 
 def require_approved(check: Any) -> None:

@@ -130,7 +130,8 @@ def _trust_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trust-code",
         action="store_true",
-        help="run the Python graders the suite carries (bounded, out of process); without "
+        help="run the code the suite carries (Python graders, promptfoo assertions with "
+        "JavaScript; bounded, out of process); without "
         "it, a suite with code stops before anything runs unless that code was trusted before",
     )
 

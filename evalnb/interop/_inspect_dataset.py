@@ -19,7 +19,7 @@ import regex
 from evalnb._exceptions import ArgumentError
 from evalnb._types import LETTERS
 from evalnb.interop._bounded import Limits, Sources
-from evalnb.interop._records import Images, messages, records
+from evalnb.interop._records import Images, item_hint, messages, records
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
     ImportNotes,
@@ -163,7 +163,8 @@ def import_inspect(
                 raise source_error(
                     Path(where),
                     f"expected the input field {spec['input']!r} (map another with "
-                    f"--field input=NAME); fields: {', '.join(record)}",
+                    f"--field input=NAME); fields: {', '.join(record)}"
+                    + item_hint(record, "input"),
                 )
             given_id = _get(record, spec["id"])
             case: dict[str, Any] = {"id": str(n if given_id is _MISSING else given_id)}

@@ -17,7 +17,7 @@ from typing import Any
 
 from evalnb._exceptions import ArgumentError
 from evalnb.interop._bounded import Limits, Sources
-from evalnb.interop._records import lfs_pointer, messages, records
+from evalnb.interop._records import item_hint, lfs_pointer, messages, records
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
     ImportNotes,
@@ -107,12 +107,15 @@ def import_openai_evals(
                 case["messages"] = chat
             else:
                 raise source_error(
-                    Path(where), f"expected 'input' (a chat list or text); got {raw!r}"
+                    Path(where),
+                    f"expected 'input' (a chat list or text); got {shown(raw)}"
+                    + (item_hint(record, "") or ' (each line: {"input": ..., "ideal": ...})'),
                 )
             ideals = ideal if isinstance(ideal, list) else [ideal]
             if not ideals or not all(isinstance(i, str | int | float) and str(i) for i in ideals):
                 raise source_error(
-                    Path(where), f"expected 'ideal' (a string or a list of strings); got {ideal!r}"
+                    Path(where),
+                    f"expected 'ideal' (a string or a list of strings); got {shown(ideal)}",
                 )
             texts = [str(i) for i in ideals]
             case["target"] = texts[0] if len(texts) == 1 else texts

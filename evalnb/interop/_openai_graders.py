@@ -36,6 +36,8 @@ import regex
 from evalnb.checks import openai_grader_problem as grader_problem
 from evalnb.checks import similarity_engine as metric_engine
 from evalnb.interop._bounded import Limits, Sources
+from evalnb.interop._reserved import renamed_keys, renames, report
+from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
     ImportResult,
     Note,
@@ -73,33 +75,67 @@ def _string_check(grader: dict[str, Any], item: dict[str, Any], where: str) -> d
         raise ValueError(f"{where}: 'operation' must be one of {', '.join(_OPERATIONS)}")
     if not _SAMPLE.match(str(grader.get("input", ""))):
         raise ValueError(f"{where}: 'input' must be {{{{sample.output_text}}}} (the answer)")
-    reference = _render(str(grader.get("reference", "")), item, where)
+    given = grader.get("reference")
+    if not isinstance(given, str):
+        raise ValueError(
+            f"{where}: 'reference' must be text (the expected string, or an {{{{item.x}}}} "
+            f"template); got {shown(given)}"
+        )
+    reference = _render(given, item, where)
+    if operation in ("like", "ilike") and not reference:
+        return {"type": "regex", "pattern": "\\A"}  # every answer holds the empty text
     if operation in ("like", "ilike"):
         return {"type": "contains", "text": reference, "ignore_case": operation == "ilike"}
     exact = f"\\A{regex.escape(reference)}\\Z"
     return {"type": "regex", "pattern": exact if operation == "eq" else f"\\A(?!{exact})"}
 
 
-def _judge(grader: dict[str, Any], where: str) -> dict[str, Any]:
+def _item_renamed(value: Any, renamed: dict[str, str]) -> Any:
+    """``value`` (a grader, its texts) with ``{{ item.old... }}`` naming the new field."""
+    if not renamed:
+        return value
+    if isinstance(value, str):
+        names = "|".join(re.escape(name) for name in renamed)
+        field = re.compile(rf"(\{{\{{\s*item\.)({names})(?![\w-])")
+        return field.sub(lambda m: m[1] + renamed[m[2]], value)
+    if isinstance(value, dict):
+        return {key: _item_renamed(item, renamed) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_item_renamed(item, renamed) for item in value]
+    return value
+
+
+def _judge(grader: dict[str, Any], where: str, renamed: dict[str, str]) -> dict[str, Any]:
     messages = grader.get("input")
     if not isinstance(messages, list) or not messages:
-        raise ValueError(f"{where}: 'input' must be a list of messages")
+        raise ValueError(
+            f"{where}: 'input' must be a list of messages ({{role, content}}); "
+            f"got {shown(messages)}"
+        )
     texts = []
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
         text = content.get("text") if isinstance(content, dict) else content
         if not isinstance(text, str):
-            raise ValueError(f"{where}: each message of 'input' needs text 'content'")
+            raise ValueError(
+                f"{where}: each message of 'input' needs text 'content'; got {shown(message)}"
+            )
         texts.append(text)
     rubric = "\n\n".join(texts)
-    rubric = _ITEM.sub(lambda m: "{{ vars." + m[1] + " }}", rubric)
+
+    def field(match: re.Match[str]) -> str:
+        head, dot, rest = match[1].partition(".")
+        return "{{ vars." + renamed.get(head, head) + dot + rest + " }}"
+
+    rubric = _ITEM.sub(field, rubric)
     rubric = re.sub(r"\{\{\s*sample\.output_text\s*\}\}", "the answer", rubric)
     return {"type": "judge", "rubric": rubric}
 
 
 _PYTHON_CALL = (
     "\n\ndef __evalnb_grade(output, context):\n"
-    "    return grade({'output_text': output}, context['vars'])\n"
+    "    item = {{{renamed}.get(k, k): v for k, v in context['vars'].items()}}\n"
+    "    return grade({{'output_text': output}}, item)\n"
 )
 
 
@@ -109,8 +145,11 @@ def _plain_answer(grader: dict[str, Any]) -> bool:
     return bool(_SAMPLE.match(str(grader.get("input", "")))) and "sample." not in reference
 
 
-def _grader(grader: dict[str, Any], index: int, item: dict[str, Any], where: str) -> dict[str, Any]:
-    """The check for one grader (one :func:`_refusal` lets in) on one item."""
+def _grader(
+    grader: dict[str, Any], index: int, item: dict[str, Any], where: str, renamed: dict[str, str]
+) -> dict[str, Any]:
+    """The check for one grader (one :func:`_refusal` lets in) on one item; ``renamed``:
+    the item fields stored under a new name (:mod:`evalnb.interop._reserved`)."""
     at = f"{where}: testing_criteria[{index}]"
     kind, name = grader["type"], str(grader.get("name") or grader["type"])
     spec: dict[str, Any]
@@ -118,18 +157,23 @@ def _grader(grader: dict[str, Any], index: int, item: dict[str, Any], where: str
     if kind == "string_check" and _plain_answer(grader):
         spec = _string_check(grader, item, at)
     elif kind in ("string_check", "text_similarity", "multi") and not cosine:
-        spec = {"type": "openai_grader", "grader": grader}
+        spec = {"type": "openai_grader", "grader": _item_renamed(grader, renamed)}
     elif cosine:
         spec = {"type": "similar", "value": _render(str(grader.get("reference", "")), item, at)}
         if isinstance(grader.get("pass_threshold"), int | float):
             spec["threshold"] = min(1.0, max(0.0, float(grader["pass_threshold"])))
     elif kind in ("score_model", "label_model"):
-        spec = _judge(grader, at)
+        spec = _judge(grader, at, renamed)
     else:
         source = grader.get("source")
         if not isinstance(source, str) or "def grade" not in source:
-            raise ValueError(f"{at}: 'source' must define grade(sample, item)")
-        spec = {"type": "python_code", "code": source + _PYTHON_CALL, "function": "__evalnb_grade"}
+            raise ValueError(
+                f"{at}: 'source' must be Python text that defines grade(sample, item); "
+                f"got {shown(source)}"
+            )
+        back = {new: old for old, new in renamed.items()}
+        call = _PYTHON_CALL.format(renamed=repr(back))
+        spec = {"type": "python_code", "code": source + call, "function": "__evalnb_grade"}
         threshold = grader.get("pass_threshold")
         if isinstance(threshold, int | float):
             spec["threshold"] = float(threshold)
@@ -193,11 +237,37 @@ def _note(grader: dict[str, Any], where: str, result: ImportResult) -> None:
         result.approximated.append(Note(kind, where, _HOW[kind]))
 
 
+def _numbers(grader: dict[str, Any], path: Path, where: str) -> None:
+    """A grader's ``pass_threshold`` (a ``multi`` grader's graders' too) is a number."""
+    threshold = grader.get("pass_threshold")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float)
+    ):
+        raise source_error(
+            path, f"{where}: 'pass_threshold' must be a number; got {shown(threshold)}"
+        )
+    graders = grader.get("graders")
+    for name, sub in graders.items() if isinstance(graders, dict) else ():
+        if isinstance(sub, dict):
+            _numbers(sub, path, f"{where}.graders.{name}")
+
+
+def _found(data: Any) -> str:
+    """What a criteria file held instead of graders, shortly."""
+    if isinstance(data, dict) and "testing_criteria" not in data:
+        return "an object with " + (", ".join(repr(k) for k in list(data)[:6]) or "no field")
+    return shown(data.get("testing_criteria") if isinstance(data, dict) else data)
+
+
 def _criteria(path: Path, sources: Sources) -> list[Any]:
     data = parse_json(sources.text(path, "the testing criteria"), str(path), "JSON")
     graders = data.get("testing_criteria") if isinstance(data, dict) else data
     if not isinstance(graders, list) or not graders:
-        raise source_error(path, "expected a list of graders, or an object with 'testing_criteria'")
+        raise source_error(
+            path,
+            "expected a list of graders, or an object with 'testing_criteria' (a list); "
+            f"got {_found(data)}",
+        )
     return graders
 
 
@@ -210,10 +280,30 @@ def _items(path: Path, sources: Sources) -> list[tuple[str, dict[str, Any]]]:
         if not isinstance(record, dict) or not isinstance(record.get("item"), dict):
             raise source_error(
                 Path(f"{path}:{n}"),
-                'expected {"item": {...}} (OpenAI Evals data); wrap each record in "item"',
+                'expected {"item": {...}} (OpenAI Evals data); got '
+                f'{shown(record)}: wrap each record in "item"',
             )
         items.append((f"{path}:{n}", record["item"]))
     return items
+
+
+#: The item fields taken as the prompt when no item has a text ``input``, in this order.
+PROMPT_FIELDS = ("input", "prompt", "question")
+
+
+def _prompt_field(path: Path, items: list[tuple[str, dict[str, Any]]]) -> str:
+    """The item field that is the prompt sent to the model: ``input``, else the first of
+    :data:`PROMPT_FIELDS` that every item holds as text; else one line saying what to do."""
+    for field in PROMPT_FIELDS:
+        if all(isinstance(item.get(field), str) for _, item in items):
+            return field
+    where, item = next((w, i) for w, i in items if not isinstance(i.get("input"), str))
+    found = ", ".join(repr(k) for k in list(item)[:8]) or "no field"
+    raise source_error(
+        Path(where),
+        f"each item needs a text 'input' (the prompt sent to the model); got {found}: "
+        "name the prompt's field 'input' in every item",
+    )
 
 
 def import_openai_graders(
@@ -236,7 +326,12 @@ def import_openai_graders(
     for i, grader in enumerate(graders):
         where = f"{criteria_path}: testing_criteria[{i}]"
         if not isinstance(grader, dict) or not isinstance(grader.get("type"), str):
-            raise source_error(criteria_path, f"testing_criteria[{i}]: a grader needs a 'type'")
+            raise source_error(
+                criteria_path,
+                f"testing_criteria[{i}]: a grader must be an object with a text 'type'; "
+                f"got {shown(grader)}",
+            )
+        _numbers(grader, criteria_path, f"testing_criteria[{i}]")
         reason = _refusal(grader)
         if reason is not None:
             name = f"{grader['type']} {grader.get('name') or ''}".strip()
@@ -244,21 +339,35 @@ def import_openai_graders(
             continue
         _note(grader, where, result)
         kept.append((i, grader))
+    field = _prompt_field(path, items) if items else "input"
+    renamed = renames({key for _, item in items for key in item}, "item")
+    if renamed:
+        result.mapped.append(Note("item fields", str(path), report(renamed, "item field")))
+    if field != "input":
+        how = f"no item has a text 'input': the prompt sent is each item's {field!r}"
+        result.approximated.append(Note("prompt", str(path), how))
     cases = []
+    seen: dict[str, str] = {}
     for n, (where, item) in enumerate(items, start=1):
         checks = []
         for i, grader in kept:
             try:
-                checks.append(_grader(grader, i, item, where))
+                checks.append(_grader(grader, i, item, where, renamed))
             except ValueError as exc:
                 raise source_error(criteria_path, str(exc)) from None
-        case: dict[str, Any] = {"id": str(item.get("id") or f"item-{n}"), "vars": item}
+        name = str(item.get("id") or f"item-{n}")
+        if name in seen:
+            raise source_error(
+                Path(where),
+                f"'id' must be unique; got {name!r} again (first at {seen[name]}): give each "
+                "item its own 'id', or leave it out (items are then numbered)",
+            )
+        seen[name] = where
+        case: dict[str, Any] = {"id": name, "vars": renamed_keys(item, renamed)}
         case["metadata"] = {"source": where}
         if checks:
             case["checks"] = checks
         cases.append(case)
-    if not all(isinstance(item.get("input"), str) for _, item in items):
-        raise source_error(path, "each item needs a text 'input' (the prompt sent to the model)")
     result.files = sources.files
     kinds = {g["type"] for _, g in kept}
     notes = ["python_code checks run this suite's Python: run it only if you trust its source"]
@@ -266,7 +375,7 @@ def import_openai_graders(
         result,
         dest,
         cases=cases,
-        variants=[{"name": "baseline", "template": "{{ input }}"}],
+        variants=[{"name": "baseline", "template": f"{{{{ {renamed.get(field, field)} }}}}"}],
         repeats=repeats,
         judge=bool(kinds & {"score_model", "label_model"}),
         notes=notes if "python" in kinds else None,

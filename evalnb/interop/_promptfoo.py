@@ -30,7 +30,7 @@ import regex
 from evalnb._exceptions import ArgumentError
 from evalnb._types import chat_prompt, render_template
 from evalnb.cases import read_yaml, safe_loader
-from evalnb.checks import PromptfooEngine, find_promptfoo
+from evalnb.checks import PromptfooEngine, find_promptfoo, promptfoo_code
 from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._promptfoo_engine import (
     COMPARED,
@@ -55,6 +55,7 @@ from evalnb.interop._promptfoo_graders import (
 )
 from evalnb.interop._promptfoo_prompts import Prompts, globbed, provider_variants
 from evalnb.interop._records import csv_rows, lfs_pointer
+from evalnb.interop._reserved import keep_apart, report
 from evalnb.interop._shapes import shown
 from evalnb.interop._suite import (
     ImportNotes,
@@ -808,6 +809,9 @@ def _import(
     _transcripts(importer, variants, cases, default_vars)
     tests = [test for _, test in items]
     expansion = _expanded(importer, config, default, tests, variants, cases, default_vars)
+    renamed = keep_apart(cases, defaults, variants)
+    if renamed:
+        importer.notes.map("vars", str(path), report(renamed, "var"))
     result = importer.notes.result("promptfoo", path, importer.sources.files)
     result.fallback = importer.fallback
     result.engine = importer.engine.name if importer.engine else None
@@ -919,6 +923,11 @@ def _notes(cases: list[dict[str, Any]], defaults: dict[str, Any]) -> list[str]:
         notes.append(
             "python_code checks hold this suite's Python: a run or a scoring runs it only "
             "with --trust-code, in a bounded process of its own"
+        )
+    if any(c.get("type") == "promptfoo" and promptfoo_code(c.get("assertion")) for c in specs):
+        notes.append(
+            "some promptfoo checks hold this suite's JavaScript (or a transform): promptfoo "
+            "runs it only with --trust-code, in its bounded grading worker"
         )
     if "javascript" in kinds:
         notes.append("javascript checks run in Node.js: `node` must be on PATH")

@@ -29,6 +29,7 @@ from evalnb import store
 from evalnb._exceptions import CasesError
 from evalnb._types import Case, CheckResult, Variant
 from evalnb.interop._bounded import Limits, Sources
+from evalnb.interop._reserved import renamed_keys, renames, report
 from evalnb.interop._runs import ImportedRun, status_of
 from evalnb.interop._shapes import (
     ANY,
@@ -44,7 +45,7 @@ from evalnb.interop._shapes import (
     objects,
     shown,
 )
-from evalnb.interop._suite import ImportResult, read_json_source, reading, source_error
+from evalnb.interop._suite import ImportResult, Note, read_json_source, reading, source_error
 
 __all__ = ["import_promptfoo_results"]
 
@@ -202,6 +203,8 @@ class _Reader:
         self.labels: dict[str, str] = {}
         self.case_of_vars: dict[str, str] = {}
         self.seen: Counter[tuple[str, str]] = Counter()
+        #: Vars named like evalnb's own case fields, kept under a new name.
+        self.renamed: dict[str, str] = {}
 
     def variant(self, row: dict[str, Any]) -> str:
         """The row's variant: ``PROVIDER/LABEL`` (the provider's label or id, the prompt's
@@ -241,9 +244,10 @@ class _Reader:
             if test.get("description"):
                 metadata["description"] = str(test["description"])
             text = _obj(row.get("prompt")).get("raw") or json.dumps(shown_vars, default=str)
-            self.run.cases[case_id] = Case(
-                case_id, prompt=str(text), vars=json.loads(key), metadata=metadata
-            )
+            given = json.loads(key)
+            self.renamed.update(renames(given, "var"))
+            kept = renamed_keys(given, self.renamed)
+            self.run.cases[case_id] = Case(case_id, prompt=str(text), vars=kept, metadata=metadata)
         return case_id
 
     def repeat(self, row: dict[str, Any], variant: str, case_id: str) -> int:
@@ -320,9 +324,14 @@ def import_promptfoo_results(
             reader.add(row, order)
     providers = sorted(reader.providers)
     counts = {"cases": len(run.cases), "variants": len(run.variants), "samples": len(run.rows)}
+    result = ImportResult("promptfoo-results", path, counts=counts, files=sources.files)
+    if reader.renamed:
+        result.mapped.append(
+            Note("vars", str(path), report(reader.renamed, "var", rewritten=False))
+        )
     return run.write(
         dest,
-        ImportResult("promptfoo-results", path, counts=counts, files=sources.files),
+        result,
         status="complete",
         ended_at=inner.get("timestamp") or dt.datetime.now(dt.UTC).isoformat(),
         target={"type": "promptfoo-results", "model": ", ".join(providers) or None},

@@ -156,3 +156,19 @@ def messages(
             kept["name"] = message["name"]
         out.append(kept)
     return out
+
+
+def item_hint(record: Any, field: str) -> str:
+    """What to do with OpenAI Evals data (``{"item": {...}}``) given to another importer
+    that wanted ``field`` (empty: the record is not such data)."""
+    if (
+        not isinstance(record, dict)
+        or set(record) != {"item"}
+        or not isinstance(record["item"], dict)
+    ):
+        return ""
+    return (
+        ': this is OpenAI Evals data ({"item": {...}}): import it with `evalnb import '
+        "openai-graders DATA.jsonl --criteria CRITERIA.json`"
+        + (f", or read its field with --field {field}=item.{field}" if field else "")
+    )

@@ -710,7 +710,7 @@ async def arun(
         cache: a development cache folder (``OpenAIChat`` only), keyed by case, variant,
             repeat and request body (``cached`` column); a damaged entry is asked again.
         until: a stopping rule (``evalnb.Decided``): cases in a seeded order until it decides.
-        trust_code: run the Python graders the suite carries (bounded, out of process).
+        trust_code: run the code the suite carries (Python graders, promptfoo's JavaScript).
 
     >>> result = run("data/cases/shop.jsonl", target, variants=["v1"], repeats=10)
     """

@@ -12,6 +12,7 @@ import pytest
 import evalnb
 from evalnb.checks import run_checks
 from evalnb.checks._promptfoo import find_promptfoo
+from evalnb.checks._trust import require_trust
 from evalnb.interop import import_promptfoo, import_promptfoo_results
 
 DATA = Path(__file__).parents[1] / "data"
@@ -90,6 +91,7 @@ def test_a_one_line_iife_javascript_is_graded_as_promptfoo_grades_it(tmp_path):
     import_promptfoo(FEATURES, tmp_path / "suite")
     case = {c.id: c for c in evalnb.load_cases(tmp_path / "suite/cases.yaml")}["test-3"]
     iife = [c for c in case.checks if c.name == "javascript"]
+    require_trust([iife], True, "run")  # promptfoo runs this JavaScript: the test's own
     short = run_checks(iife, _sample("Plants make sugar.", case), case)[0]
     good = run_checks(iife, _sample("Plants make sugar from light and water.", case), case)[0]
     assert short.outcome is False and good.outcome is True
