@@ -60,6 +60,7 @@ from evalnb.checks._judge import JUDGE
 from evalnb.checks._openai_grader import grader_problem as openai_grader_problem
 from evalnb.checks._promptfoo import PromptfooEngine, find_promptfoo, no_network, quiet_env
 from evalnb.checks._promptfoo_code import assertion_code as promptfoo_code
+from evalnb.checks._promptfoo_code import template_hazard
 from evalnb.checks._python import load_functions
 from evalnb.checks._similar import EMBEDDINGS, EMBEDDINGS_URL_ENV
 from evalnb.checks._text_similarity import engine as similarity_engine
@@ -100,5 +101,6 @@ __all__ = [
     "require_trust",
     "run_checks",
     "similarity_engine",
+    "template_hazard",
     "unique_names",
 ]

@@ -18,10 +18,11 @@ Plain templates (``{{ topic }}``, ``{{ answer | lower }}``) are data.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["assertion_code", "code_kinds", "for_worker"]
+__all__ = ["assertion_code", "code_kinds", "for_worker", "template_hazard"]
 
 #: Assertion types whose value is a program.
 SCRIPTS = ("javascript", "python", "ruby")
@@ -31,18 +32,68 @@ CODE_FILES = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".jsx", ".tsx", ".py
 TRANSFORMS = ("transform", "contextTransform")
 
 
+#: Words a ``(`` may follow in a template without calling anything: ``{% if (a) %}``.
+_KEYWORDS = frozenset({"if", "elif", "elseif", "in", "and", "or", "not", "is", "for", "set"})
+
+
+def _called(block: str, at: int) -> bool:
+    """Whether the ``(`` at ``block[at]`` calls something: it follows a name (not a keyword,
+    not a built-in filter after ``|``: ``x | join(", ")``), or a ``)``, ``]`` or quote
+    (``f()()``, ``x['k']()``); a ``(`` that groups (``(x | load).tone``) calls nothing."""
+    i = at - 1
+    while i >= 0 and block[i].isspace():
+        i -= 1
+    if i < 0:
+        return False
+    if block[i] in ")]'\"":
+        return True
+    if not (block[i].isalnum() or block[i] in "_$"):
+        return False
+    end = i + 1
+    while i >= 0 and (block[i].isalnum() or block[i] in "_$"):
+        i -= 1
+    if block[i + 1 : end] in _KEYWORDS:
+        return False
+    while i >= 0 and block[i].isspace():
+        i -= 1
+    return not (i >= 0 and block[i] == "|")
+
+
 def _calls(text: str) -> bool:
-    """Whether a ``{{ }}`` or ``{% %}`` block of ``text`` holds a ``(`` (linear time)."""
+    """Whether a ``{{ }}`` or ``{% %}`` block of ``text`` calls a function or method (a
+    filter of promptfoo's own, with or without arguments, is not a call of the suite's)."""
     for opening, closing in (("{{", "}}"), ("{%", "%}")):
         start = text.find(opening)
         while start != -1:
             end = text.find(closing, start + 2)
             if end == -1:
                 break
-            if "(" in text[start:end]:
-                return True
+            block = text[start + 2 : end]
+            at = block.find("(")
+            while at != -1:
+                if _called(block, at):
+                    return True
+                at = block.find("(", at + 1)
             start = text.find(opening, end + 2)
     return False
+
+
+_LOOP_TAG = re.compile(r"\{%-?\s*(end)?for\b")
+
+
+def template_hazard(text: str) -> str | None:
+    """What in the template ``text`` promptfoo's Nunjucks would run beyond rendering data
+    (None: nothing): a call (``{{ x.constructor.constructor('...')() }}`` is JavaScript
+    there), or a loop inside a loop (its work grows as a power of the data, with none of
+    the bounds evalnb's own templates render under)."""
+    if _calls(text):
+        return "calls a function in a template (promptfoo's Nunjucks runs it as JavaScript)"
+    depth = 0
+    for tag in _LOOP_TAG.finditer(text):
+        depth = depth - 1 if tag.group(1) else depth + 1
+        if depth >= 2:
+            return "nests a loop in a loop (promptfoo renders it with no bound on its work)"
+    return None
 
 
 def _names_code(value: Any) -> bool:

@@ -30,7 +30,7 @@ import regex
 from evalnb._exceptions import ArgumentError
 from evalnb._types import chat_prompt, render_template
 from evalnb.cases import read_yaml, safe_loader
-from evalnb.checks import PromptfooEngine, find_promptfoo, promptfoo_code
+from evalnb.checks import PromptfooEngine, find_promptfoo, promptfoo_code, template_hazard
 from evalnb.interop._bounded import Limits, Sources
 from evalnb.interop._promptfoo_engine import (
     COMPARED,
@@ -808,10 +808,10 @@ def _import(
         cases += importer.case(n, where, test, default_vars)
     _transcripts(importer, variants, cases, default_vars)
     tests = [test for _, test in items]
-    expansion = _expanded(importer, config, default, tests, variants, cases, default_vars)
     renamed = keep_apart(cases, defaults, variants)
     if renamed:
         importer.notes.map("vars", str(path), report(renamed, "var"))
+    expansion = _expanded(importer, config, default, tests, variants, cases, default_vars, renamed)
     result = importer.notes.result("promptfoo", path, importer.sources.files)
     result.fallback = importer.fallback
     result.engine = importer.engine.name if importer.engine else None
@@ -836,6 +836,7 @@ def _expanded(
     variants: list[dict[str, Any]],
     cases: list[dict[str, Any]],
     default_vars: dict[str, Any],
+    renamed: dict[str, str],
 ) -> dict[str, Any]:
     """Who renders the prompts (see :mod:`~evalnb.interop._promptfoo_expand`): promptfoo's
     expansion where it can run here without the suite's own code, each variant carrying
@@ -849,6 +850,7 @@ def _expanded(
     if why is not None:
         for variant in every:
             variant.pop("_prompt", None)
+            variant.pop("_text", None)
         return unexpanded(why)
     assert importer.engine is not None
     try:
@@ -862,11 +864,13 @@ def _expanded(
             if refusals[id(variant)] is not None:
                 variant["_uncompiled"] = refusals[id(variant)].reason
         count = importer.prompt_count
-        record = agreement(expansion, every, cases, default_vars, count, importer.path.parent)
+        folder = importer.path.parent
+        record = agreement(expansion, every, cases, default_vars, count, folder, renamed)
     variants[:] = []
     for variant in every:
         variant.pop("_prompt", None)
         variant.pop("_uncompiled", None)
+        variant.pop("_text", None)
         refusal = refusals[id(variant)]
         if refusal is None:
             variants.append(variant)
@@ -899,12 +903,32 @@ def _unexpandable(
         return "promptfoo is not here (`make promptfoo` or `npm install promptfoo` installs it)"
     if any("_prompt" not in variant for variant in variants):
         return "the config has no prompts"
-    code = suite_code(config, tests, default)
+    code = suite_code(config, tests, default) or _template_hazard(variants, tests, default)
     if code is not None:
         return (
             f"not expanded by {engine.name}, as {code} and expanding would run it at import "
             "(a suite's code runs only at run or scoring, after --trust-code)"
         )
+    return None
+
+
+def _template_hazard(
+    variants: list[dict[str, Any]], tests: list[Any], default: dict[str, Any]
+) -> str | None:
+    """Why promptfoo's Nunjucks would run more than a rendering of data in a prompt or a var
+    (see :func:`~evalnb.checks.template_hazard`), or None."""
+    texts = [(f"the prompt {v['name']!r}", v.get("_text", v)) for v in variants]
+    for n, test in enumerate([default, *tests]):
+        if isinstance(test, dict) and isinstance(test.get("vars"), dict):
+            where = "defaultTest" if n == 0 else f"tests[{n - 1}]"
+            texts += [(f"{where}.vars.{k}", value) for k, value in test["vars"].items()]
+    for where, value in texts:
+        if isinstance(value, dict):
+            value = list(value.values())
+        for text in value if isinstance(value, list) else [value]:
+            hazard = template_hazard(text) if isinstance(text, str) else None
+            if hazard is not None:
+                return f"{where} {hazard}"
     return None
 
 

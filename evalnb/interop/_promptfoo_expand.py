@@ -29,12 +29,14 @@ import json
 import re
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalnb._types import Case, Variant, chat_prompt
 from evalnb.checks import PromptfooEngine, no_network, quiet_env
+from evalnb.interop._reserved import renamed_keys
 
 __all__ = [
     "EXPAND_TIMEOUT",
@@ -278,16 +280,19 @@ def _key(values: dict[str, Any]) -> str:
     return json.dumps(_plain(values), sort_keys=True, ensure_ascii=False)
 
 
-def lined_up(expansion: Expansion, cases: list[Case], folder: Path) -> list[int] | str:
+def lined_up(
+    expansion: Expansion, cases: list[Case], folder: Path, back: Mapping[str, str] | None = None
+) -> list[int] | str:
     """promptfoo's test for each case (the one whose vars are the case's), or why some
-    case has none."""
+    case has none. ``back`` maps a var evalnb renamed to promptfoo's name for it."""
+    back = back or {}
     free: dict[str, list[int]] = {}
     for n in sorted(expansion.vars):
         theirs = {k: _loaded(v, folder) for k, v in expansion.vars[n].items()}
         free.setdefault(_key(theirs), []).append(n)
     found = []
     for case in cases:
-        ours = {k: v for k, v in case.vars.items() if k != "_" or v != ""}
+        ours = {back.get(k, k): v for k, v in case.vars.items() if k != "_" or v != ""}
         matches = free.get(_key(ours))
         if not matches:
             return f"promptfoo made no test with the vars of case {case.id}"
@@ -304,16 +309,22 @@ def agreement(
     default_vars: dict[str, Any],
     prompts: int,
     folder: Path,
+    renamed: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Compare every (case, variant) pair's messages with promptfoo's; where they differ,
     promptfoo's go into the variant's ``rendered``. Returns what ``imported.json`` records
     under ``expansion`` (``line`` the report's line). ``prompts`` is how many prompts
-    evalnb read (each variant's ``_prompt`` is its index among them)."""
-    built = [Case(str(c["id"]), vars={**default_vars, **(c.get("vars") or {})}) for c in cases]
+    evalnb read (each variant's ``_prompt`` is its index among them); ``renamed`` the vars
+    kept under a new name (:func:`~evalnb.interop._reserved.keep_apart`)."""
+    renamed = renamed or {}
+    built = [
+        Case(str(c["id"]), vars=renamed_keys({**default_vars, **(c.get("vars") or {})}, renamed))
+        for c in cases
+    ]
     if expansion.prompts != prompts:
         why = f"promptfoo read {expansion.prompts} prompts where evalnb read {prompts}"
         return unexpanded(f"{expansion.engine} expanded it, but {why}", expansion.engine)
-    tests = lined_up(expansion, built, folder)
+    tests = lined_up(expansion, built, folder, {new: old for old, new in renamed.items()})
     if isinstance(tests, str):
         return unexpanded(f"{expansion.engine} expanded it, but {tests}", expansion.engine)
     pairs, identical, replaced, differing = 0, 0, 0, []

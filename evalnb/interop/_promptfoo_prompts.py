@@ -160,7 +160,9 @@ class Prompts:
                 # Kept aside (``_uncompiled``: its refusal): promptfoo's expansion, where it
                 # runs, renders it for every case; else it is left out.
                 refusal = importer.notes.unsupported[-1]
-                variants.append({"name": name, "_prompt": n - 1, "_uncompiled": refusal})
+                variants.append(
+                    {"name": name, "_prompt": n - 1, "_uncompiled": refusal, "_text": parts}
+                )
                 continue
             if "system" not in parts and str(parts["template"]).lstrip().startswith(_CHAT_TEXT):
                 # promptfoo reads such a prompt's rendering as a message list when it is one.

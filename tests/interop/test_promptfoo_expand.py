@@ -160,6 +160,43 @@ module.exports = ({ vars }) => `Explain ${vars.topic} in one line.`;
 """
 
 
+#: A template that calls: promptfoo's Nunjucks reaches JavaScript's Function through any
+#: string (the file it writes is the proof that it ran).
+CALLING = (
+    "{{ ''.constructor.constructor(\"process.mainModule.require('fs')"
+    ".writeFileSync('ran.txt', 'ran')\")() }}Explain {{ topic }}."
+)
+
+
+@needs_promptfoo
+@pytest.mark.parametrize(
+    ("prompt", "why"),
+    [
+        (CALLING, "calls a function in a template"),
+        (
+            "{% for a in topic %}{% for b in topic %}{{ a }}{% endfor %}{% endfor %}",
+            "nests a loop in a loop",
+        ),
+    ],
+    ids=["a call", "a loop in a loop"],
+)
+def test_a_template_that_calls_or_nests_loops_is_not_expanded(tmp_path, prompt, why):
+    folder = tmp_path / "config"
+    folder.mkdir()
+    config = {
+        "prompts": [prompt, "Explain {{ topic }}."],
+        "providers": ["openai:chat:gpt-4o-mini"],
+        "tests": [{"vars": {"topic": "tides"}, "assert": [{"type": "icontains", "value": "x"}]}],
+    }
+    (folder / "promptfooconfig.yaml").write_text(json.dumps(config), encoding="utf-8")
+    result = import_promptfoo(folder / "promptfooconfig.yaml", tmp_path / "suite")
+    assert not (folder / "ran.txt").exists() and not (tmp_path / "ran.txt").exists()
+    assert result.expansion is not None and result.expansion["engine"] == "evalnb"
+    line = result.expansion["line"]
+    assert line.startswith("prompts rendered by evalnb's translation: not expanded by promptfoo")
+    assert f"the prompt 'prompt-1' {why}" in line, line
+
+
 @needs_promptfoo
 def test_a_prompt_function_is_not_expanded_and_no_code_runs_at_import(tmp_path):
     folder = tmp_path / "config"

@@ -224,6 +224,10 @@ def test_evalnb_run_refuses_in_one_line_through_the_cli(tmp_path):
         # Data, not code: plain values, plain templates, a JSON schema naming "provider".
         ({"type": "icontains", "value": "{{ topic }}"}, []),
         ({"type": "equals", "value": "{{ answer | lower }}"}, []),
+        ({"type": "equals", "value": '{{ (settings | load).known | join(", ") }}'}, []),
+        ({"type": "icontains", "value": "{% if (a and b) %}x{% endif %}"}, []),
+        ({"type": "icontains", "value": "{{ name.toUpperCase() }}"}, ["template"]),
+        ({"type": "icontains", "value": '{{ x | replace(y.constructor("z"), "") }}'}, ["template"]),
         ({"type": "rouge-n", "value": "{{summary}}", "threshold": 0.2}, []),
         ({"type": "equals", "value": "file://expected.txt"}, []),
         ({"type": "is-json", "value": {"properties": {"provider": {"type": "string"}}}}, []),
