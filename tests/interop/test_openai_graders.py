@@ -91,7 +91,8 @@ def _expected(metric: str, answer: str, reference: str) -> float:
     return rouge_scorer.RougeScorer([kind]).score(reference, answer)[kind].fmeasure
 
 
-def test_the_checks_grade_fixed_answers_as_the_graders_define(standin, tmp_path, monkeypatch):
+def test_the_checks_grade_fixed_answers_as_the_graders_define(fresh_standin, tmp_path, monkeypatch):
+    standin = fresh_standin  # the judge's draws follow its seed alone
     monkeypatch.setenv("EVALNB_EMBEDDINGS_URL", standin.base_url)
     run = _run(tmp_path, standin)
     rows = run.checks.to_dict("records")  # type: ignore[union-attr]
@@ -135,7 +136,8 @@ def test_the_checks_grade_fixed_answers_as_the_graders_define(standin, tmp_path,
     assert got[("capital-fr", "cosine")]["score"] == pytest.approx(1.0)
 
 
-def test_multi_graders_are_their_formula_over_the_sub_scores(standin, tmp_path):
+def test_multi_graders_are_their_formula_over_the_sub_scores(fresh_standin, tmp_path):
+    standin = fresh_standin
     run = _run(tmp_path, standin)
     got = {(r["case_id"], r["check"]): r for r in run.checks.to_dict("records")}  # type: ignore[union-attr]
     for case_id, answer in ANSWERS.items():
