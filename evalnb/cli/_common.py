@@ -85,7 +85,8 @@ class Parser(argparse.ArgumentParser):
 def interrupts_once() -> Iterator[None]:
     """While inside, the first Ctrl-C or SIGTERM (a job stopped by CI, ``kill``) interrupts
     the run, which saves what finished, ends its harnesses and is marked interrupted; the
-    signals after it are ignored, so the saving is never cut short."""
+    signals after it are ignored, so the saving is never cut short (and, the command
+    ending, after it too)."""
     interrupted = False
 
     def interrupt(signum: int, frame: object) -> None:
@@ -103,4 +104,6 @@ def interrupts_once() -> Iterator[None]:
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            # Once interrupted the command is ending: a signal right behind the first (a
+            # second Ctrl-C) stays ignored, so the process ends with its own exit code.
+            signal.signal(signum, signal.SIG_IGN if interrupted else handler)
