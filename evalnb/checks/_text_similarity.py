@@ -150,9 +150,12 @@ def _meteor(answer: str, reference: str) -> float:
     from nltk.translate.meteor_score import meteor_score
 
     tokens = _tokenize()
+    # NLTK's WordNet reader seeks and reads one shared file handle: two threads in it read
+    # each other's lines (a synset silently missing, a lower score, or an error). One
+    # meteor at a time.
     with _WORDNET_LOCK:
         wordnet = _wordnet()
-    return float(meteor_score([tokens(reference)], tokens(answer), wordnet=wordnet))
+        return float(meteor_score([tokens(reference)], tokens(answer), wordnet=wordnet))
 
 
 def _gleu(answer: str, reference: str) -> float:

@@ -6,6 +6,7 @@ defines each metric, multi graders through their formula."""
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,16 @@ def test_the_cli_imports_and_a_bare_record_says_to_wrap_it(tmp_path, capsys):
     assert err.count("\n") == 1 and f"{bare}:1" in err and 'wrap each record in "item"' in err
     assert main([*argv]) == 2
     assert "needs --criteria" in capsys.readouterr().err
+
+
+def test_meteor_scores_the_same_from_many_threads_at_once():
+    """The checks of a run grade in threads; NLTK's WordNet reader shares one file handle,
+    so meteor takes its turn: every score equals the one computed alone (without the turn,
+    some came out lower or raised on a line of another synset)."""
+    answer, reference = "A cat was sitting on the mat near the door.", ANSWERS["summary"]
+    alone = _text_similarity.score("meteor", answer, reference)[0]
+    with ThreadPoolExecutor(16) as pool:
+        scores = list(
+            pool.map(lambda _: _text_similarity.score("meteor", answer, reference)[0], range(400))
+        )
+    assert set(scores) == {alone} and 0 < alone < 1

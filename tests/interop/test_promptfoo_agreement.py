@@ -213,7 +213,10 @@ def _take(components: list[dict[str, Any]], assertion: dict[str, Any]) -> dict[s
 
 @needs_promptfoo
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda p: Path(str(p)).parent.name)
-def test_evalnb_agrees_with_promptfoo_on_every_pair(config, standin, tmp_path, monkeypatch):
+def test_evalnb_agrees_with_promptfoo_on_every_pair(config, fresh_standin, tmp_path, monkeypatch):
+    # A stand-in of the test's own: its judge's draws (it errs now and then, by design)
+    # follow its seed alone, not what other tests asked it before.
+    standin = fresh_standin
     monkeypatch.setenv("EVALNB_EMBEDDINGS_URL", standin.base_url)
     results = promptfoo_eval(config, standin, tmp_path)
     run, chosen = evalnb_run(config, results, standin, tmp_path)
