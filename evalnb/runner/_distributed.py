@@ -196,13 +196,18 @@ class Sharded:
         watch = getattr(execution, "watch", None)
         settling = getattr(execution, "settling", None)
         feed = _Feed(pending, self.session, self.shard_size, watch, settling, bar)
-        # A rule reads commits: only a few shards ahead of what it has seen.
+        # A rule reads commits in order: only a few shards ahead of what it has seen, and
+        # never far past the oldest shard still running (one slow shard holds the rule's
+        # looks back; the others must not run on past it with variants it would drop).
         ruled = watch is not None or settling is not None
         window = max(1, self._threads()) if ruled else len(pending)
         futures: dict[Any, Shard] = {}
+        made: dict[Any, int] = {}
 
         def top_up() -> None:
             while len(futures) < window and not (watch is not None and watch.decided):
+                if ruled and futures and feed.made - min(made.values()) >= 2 * window:
+                    return
                 shard = feed.next()
                 if shard is None:
                     return
@@ -210,6 +215,7 @@ class Sharded:
                     run_shard, shared, shard, key=f"evalnb-shard-{shard.id}", pure=False, retries=2
                 )
                 futures[future] = shard
+                made[future] = feed.made - 1
 
         top_up()
         incomplete = 0
@@ -218,6 +224,7 @@ class Sharded:
                 await asyncio.sleep(POLL)
                 for future in [f for f in futures if f.done()]:
                     shard = futures.pop(future)
+                    made.pop(future, None)
                     try:
                         report = future.result()
                     except EvalnbError:
