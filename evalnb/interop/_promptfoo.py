@@ -812,6 +812,7 @@ def _import(
     if renamed:
         importer.notes.map("vars", str(path), report(renamed, "var"))
     expansion = _expanded(importer, config, default, tests, variants, cases, default_vars, renamed)
+    _alone(importer, cases, defaults, variants)
     result = importer.notes.result("promptfoo", path, importer.sources.files)
     result.fallback = importer.fallback
     result.engine = importer.engine.name if importer.engine else None
@@ -910,6 +911,33 @@ def _unexpandable(
             "(a suite's code runs only at run or scoring, after --trust-code)"
         )
     return None
+
+
+def _alone(
+    importer: _Importer,
+    cases: list[dict[str, Any]],
+    defaults: dict[str, Any],
+    variants: list[dict[str, Any]],
+) -> None:
+    """A check that compares the variants' answers, in a suite of one variant, can choose
+    nothing: each is listed as approximated, saying its outcomes stay unscored."""
+    if len(variants) > 1:
+        return
+    specs = [c for case in cases for c in case.get("checks", [])] + defaults.get("checks", [])
+    kinds = sorted(
+        {
+            str(c["assertion"]["type"])
+            for c in specs
+            if c.get("type") == "promptfoo" and c["assertion"].get("type") in COMPARED
+        }
+    )
+    for kind in kinds:
+        importer.notes.approximate(
+            kind,
+            str(importer.path),
+            f"compares the answers of two or more variants, and this config makes "
+            f"{len(variants)}: every outcome stays unscored (add a prompt or a provider)",
+        )
 
 
 def _template_hazard(

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 import evalnb
 from evalnb._exceptions import TargetError
@@ -275,3 +276,25 @@ def test_a_race_grades_each_group_over_the_variants_still_running(standin, tmp_p
         if answered:
             assert group["outcome"].sum() == 1, (case_id, repeat)
     assert missing_seen  # the race did eliminate variants before its last case
+
+
+@needs_promptfoo
+def test_a_config_of_one_variant_says_select_best_can_choose_nothing(tmp_path):
+    """One prompt and one provider make one variant: nothing to compare, so the import says
+    every outcome stays unscored and what to add, in one line per assertion type."""
+    config = yaml.safe_load(SELECT_BEST.read_text(encoding="utf-8"))
+    config["prompts"] = config["prompts"][:1]
+    folder = tmp_path / "one"
+    folder.mkdir()
+    (folder / "promptfooconfig.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = import_promptfoo(folder / "promptfooconfig.yaml", tmp_path / "suite")
+    said = {note.name: note.how for note in result.approximated}
+    for kind in ("select-best", "max-score"):
+        assert said[kind] == (
+            "compares the answers of two or more variants, and this config makes 1: every "
+            "outcome stays unscored (add a prompt or a provider)"
+        )
+    assert "every outcome stays unscored" in result.summary()
+    # Three prompts: nothing of the kind is said.
+    full = import_promptfoo(SELECT_BEST, tmp_path / "three")
+    assert not [n for n in full.approximated if n.name in ("select-best", "max-score")]
