@@ -913,6 +913,12 @@ def _unexpandable(
     return None
 
 
+def _specs(cases: list[dict[str, Any]], defaults: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every check spec the written suite holds: each case's, then the defaults'."""
+    specs: list[dict[str, Any]] = [c for case in cases for c in case.get("checks", [])]
+    return specs + list(defaults.get("checks", []))
+
+
 def _alone(
     importer: _Importer,
     cases: list[dict[str, Any]],
@@ -923,11 +929,10 @@ def _alone(
     nothing: each is listed as approximated, saying its outcomes stay unscored."""
     if len(variants) > 1:
         return
-    specs = [c for case in cases for c in case.get("checks", [])] + defaults.get("checks", [])
     kinds = sorted(
         {
             str(c["assertion"]["type"])
-            for c in specs
+            for c in _specs(cases, defaults)
             if c.get("type") == "promptfoo" and c["assertion"].get("type") in COMPARED
         }
     )
@@ -962,8 +967,7 @@ def _template_hazard(
 
 def _notes(cases: list[dict[str, Any]], defaults: dict[str, Any]) -> list[str]:
     """What the experiment file says a run needs beyond the target."""
-    specs = [c for case in cases for c in case.get("checks", [])]
-    specs += defaults.get("checks", [])
+    specs = _specs(cases, defaults)
     kinds = {c.get("type") for c in specs}
     notes = []
     if "similar" in kinds:

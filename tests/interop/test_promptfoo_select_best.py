@@ -35,6 +35,19 @@ def _imported(tmp_path: Path):
     return evalnb.load_experiment(tmp_path / "suite/experiment.toml")
 
 
+def _run_suite(standin, tmp_path: Path, variants, **options) -> None:
+    """The imported suite run on the stand-in: ``echo`` answers, ``judge`` grades."""
+    evalnb.run(
+        tmp_path / "suite/cases.yaml",
+        OpenAIChat(standin.base_url, "echo"),
+        variants=variants,
+        out=tmp_path / "run",
+        judge=OpenAIChat(standin.base_url, "judge"),
+        progress=False,
+        **options,
+    )
+
+
 def _evidence(row) -> dict:
     return json.loads(row["evidence"])
 
@@ -46,15 +59,7 @@ def test_each_group_has_one_answer_selected_by_promptfoo(standin, tmp_path):
     assert not [u for u in record["unsupported"] if u["name"] in ("select-best", "max-score")]
     # max-score is promptfoo's formula applied by evalnb (promptfoo does not export it): listed.
     assert [n["name"] for n in record["fallback"]] == ["max-score"] * 4
-    evalnb.run(
-        tmp_path / "suite/cases.yaml",
-        OpenAIChat(standin.base_url, "echo"),
-        variants=experiment.variants,
-        repeats=2,
-        out=tmp_path / "run",
-        judge=OpenAIChat(standin.base_url, "judge"),
-        progress=False,
-    )
+    _run_suite(standin, tmp_path, experiment.variants, repeats=2)
     run = evalnb.load(tmp_path / "run")
     checks = run.checks
     best = checks[checks["check"] == "select-best"]
@@ -88,16 +93,7 @@ def test_each_group_has_one_answer_selected_by_promptfoo(standin, tmp_path):
 
     assert "select-best" in report_text(run, baseline="prompt-1")
     # A resumed complete run grades no group twice.
-    evalnb.run(
-        tmp_path / "suite/cases.yaml",
-        OpenAIChat(standin.base_url, "echo"),
-        variants=experiment.variants,
-        repeats=2,
-        out=tmp_path / "run",
-        resume=True,
-        judge=OpenAIChat(standin.base_url, "judge"),
-        progress=False,
-    )
+    _run_suite(standin, tmp_path, experiment.variants, repeats=2, resume=True)
     again = evalnb.load(tmp_path / "run").checks
     assert (again["check"] == "select-best").sum() == len(best)
     # The group results are their own committed part: nothing for the doctor to repair.
@@ -154,14 +150,7 @@ def pd_isna(value) -> bool:
 def test_a_rescoring_grades_the_groups_again(standin, tmp_path):
     experiment = _imported(tmp_path)
     judge = OpenAIChat(standin.base_url, "judge")
-    evalnb.run(
-        tmp_path / "suite/cases.yaml",
-        OpenAIChat(standin.base_url, "echo"),
-        variants=experiment.variants,
-        out=tmp_path / "run",
-        judge=judge,
-        progress=False,
-    )
+    _run_suite(standin, tmp_path, experiment.variants)
     first = evalnb.load(tmp_path / "run").checks
     label = evalnb.score(tmp_path / "run", label="again", judge=judge)
     again = evalnb.load(tmp_path / "run", scoring=label).checks
@@ -194,14 +183,7 @@ def test_a_group_missing_a_variant_is_graded_over_the_answers_present(standin, t
 
     experiment = _imported(tmp_path)
     judge = OpenAIChat(standin.base_url, "judge")
-    evalnb.run(
-        tmp_path / "suite/cases.yaml",
-        OpenAIChat(standin.base_url, "echo"),
-        variants=experiment.variants,
-        out=tmp_path / "run",
-        judge=judge,
-        progress=False,
-    )
+    _run_suite(standin, tmp_path, experiment.variants)
     samples = [s for s in stored_samples(tmp_path / "run") if s.variant != "prompt-2"]
     cases = {c.id: c.checks for c in built_cases(evalnb.load_cases(tmp_path / "suite/cases.yaml"))}
     variants = ["prompt-1", "prompt-2", "prompt-3"]
